@@ -1,0 +1,136 @@
+"""PAI core: typed, lifecycle-managed capabilities for AI agents, and the runtime that binds them.
+
+Operations (tools, commands) **declare** capabilities; agents **infer** their requirements; the
+runtime **binds** them and checks the binding record when it is built; operations **consume** a
+typed facade at ``ctx.capabilities``.
+"""
+
+from pai.core._agent import Agent as Agent
+from pai.core._agent import InstructionsInput as InstructionsInput
+from pai.core._agent import Requirement as Requirement
+from pai.core._agent import define_agent as define_agent
+from pai.core._binding import AcquireInput as AcquireInput
+from pai.core._binding import CapabilityBinding as CapabilityBinding
+from pai.core._binding import DisposeInput as DisposeInput
+from pai.core._binding import ScopeLabel as ScopeLabel
+from pai.core._binding import create_capability_binding as create_capability_binding
+from pai.core._capability import Capability as Capability
+from pai.core._capability import define_capability as define_capability
+from pai.core._errors import CapabilityAcquireError as CapabilityAcquireError
+from pai.core._errors import CapabilityBindingError as CapabilityBindingError
+from pai.core._errors import CapabilityConflictError as CapabilityConflictError
+from pai.core._errors import CommandInputError as CommandInputError
+from pai.core._errors import DefinitionError as DefinitionError
+from pai.core._errors import PaiError as PaiError
+from pai.core._errors import RuntimeClosedError as RuntimeClosedError
+from pai.core._errors import StepLimitExceededError as StepLimitExceededError
+from pai.core._errors import ThreadDeletedError as ThreadDeletedError
+from pai.core._errors import ThreadExistsError as ThreadExistsError
+from pai.core._errors import ThreadNotFoundError as ThreadNotFoundError
+from pai.core._errors import ToolCapabilitiesError as ToolCapabilitiesError
+from pai.core._errors import UnknownCommandError as UnknownCommandError
+from pai.core._errors import UserError as UserError
+from pai.core._lifecycle import OnRuntimeError as OnRuntimeError
+from pai.core._lifecycle import RuntimeErrorEvent as RuntimeErrorEvent
+from pai.core._lifecycle import RuntimeErrorSource as RuntimeErrorSource
+from pai.core._messages import AssistantMessage as AssistantMessage
+from pai.core._messages import ErrorMessage as ErrorMessage
+from pai.core._messages import Message as Message
+from pai.core._messages import ToolCall as ToolCall
+from pai.core._messages import ToolResultMessage as ToolResultMessage
+from pai.core._messages import UserMessage as UserMessage
+from pai.core._messages import message_adapter as message_adapter
+from pai.core._model import Model as Model
+from pai.core._model import ModelRequest as ModelRequest
+from pai.core._model import ToolSpec as ToolSpec
+from pai.core._operations import Capabilities as Capabilities
+from pai.core._operations import Command as Command
+from pai.core._operations import CommandContext as CommandContext
+from pai.core._operations import Tool as Tool
+from pai.core._operations import ToolContext as ToolContext
+from pai.core._operations import define_command as define_command
+from pai.core._operations import define_tool as define_tool
+from pai.core._pai import AgentEntry as AgentEntry
+from pai.core._pai import Pai as Pai
+from pai.core._pai import UnknownAgentError as UnknownAgentError
+from pai.core._pai import create_pai as create_pai
+from pai.core._runtime import AdminClient as AdminClient
+from pai.core._runtime import AgentRuntime as AgentRuntime
+from pai.core._runtime import DelegateInput as DelegateInput
+from pai.core._runtime import RunResult as RunResult
+from pai.core._runtime import ThreadHandle as ThreadHandle
+from pai.core._runtime import create_agent_runtime as create_agent_runtime
+from pai.core._scope import CapabilityScope as CapabilityScope
+from pai.core._scope import CapabilityScopeInput as CapabilityScopeInput
+from pai.core._scope import ScopeKind as ScopeKind
+from pai.core._scope import instance_key as instance_key
+from pai.core._storage import Storage as Storage
+from pai.core._storage import ThreadRecord as ThreadRecord
+from pai.core._storage_memory import InMemoryStorage as InMemoryStorage
+from pai.core._storage_sqlite import SqliteStorage as SqliteStorage
+
+__all__ = [
+    "AcquireInput",
+    "AdminClient",
+    "Agent",
+    "AgentEntry",
+    "AgentRuntime",
+    "AssistantMessage",
+    "Capabilities",
+    "Capability",
+    "CapabilityAcquireError",
+    "CapabilityBinding",
+    "CapabilityBindingError",
+    "CapabilityConflictError",
+    "CapabilityScope",
+    "CapabilityScopeInput",
+    "Command",
+    "CommandContext",
+    "CommandInputError",
+    "DefinitionError",
+    "DelegateInput",
+    "DisposeInput",
+    "ErrorMessage",
+    "InMemoryStorage",
+    "InstructionsInput",
+    "Message",
+    "Model",
+    "ModelRequest",
+    "OnRuntimeError",
+    "Pai",
+    "PaiError",
+    "Requirement",
+    "RunResult",
+    "RuntimeClosedError",
+    "RuntimeErrorEvent",
+    "RuntimeErrorSource",
+    "ScopeKind",
+    "ScopeLabel",
+    "SqliteStorage",
+    "StepLimitExceededError",
+    "Storage",
+    "ThreadDeletedError",
+    "ThreadExistsError",
+    "ThreadHandle",
+    "ThreadNotFoundError",
+    "ThreadRecord",
+    "Tool",
+    "ToolCall",
+    "ToolCapabilitiesError",
+    "ToolContext",
+    "ToolResultMessage",
+    "ToolSpec",
+    "UnknownAgentError",
+    "UnknownCommandError",
+    "UserError",
+    "UserMessage",
+    "create_agent_runtime",
+    "create_capability_binding",
+    "create_pai",
+    "define_agent",
+    "define_capability",
+    "define_command",
+    "define_tool",
+    "instance_key",
+    "message_adapter",
+]

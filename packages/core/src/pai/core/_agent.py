@@ -1,0 +1,171 @@
+"""Agents: a model, instructions, tools, commands and subagents, with their inferred requirements."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, final
+
+from pai.core._capability import Capability, facade_name, same_facade
+from pai.core._errors import CapabilityConflictError, DefinitionError
+from pai.core._model import Model
+from pai.core._operations import Command, Tool
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionsInput:
+    """What an instructions function receives for each run."""
+
+    thread_id: str
+    scope_key: str
+    identity: object
+
+
+Instructions: TypeAlias = str | Callable[[InstructionsInput], str | Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One capability an agent needs, and the operations that declared it."""
+
+    capability: Capability[object]
+    declared_by: tuple[str, ...]
+
+
+@final
+@dataclass(frozen=True, eq=False)
+class Agent:
+    """An agent definition. Make one with :func:`define_agent`.
+
+    ``requirements`` is the id-keyed map of every capability its tools, commands and subagents
+    declare: exactly the ids a runtime must bind.
+    """
+
+    name: str
+    model: Model | None
+    instructions: Instructions
+    tools: Mapping[str, Tool[Any, Any]]
+    commands: Mapping[str, Command[Any, Any]]
+    subagents: Mapping[str, Agent]
+    max_steps: int
+    requirements: Mapping[str, Requirement] = field(repr=False)
+
+    def with_model(self, model: Model) -> Agent:
+        """A copy of this agent using ``model`` (tests swap in a scripted model this way)."""
+        return define_agent(
+            name=self.name,
+            model=model,
+            instructions=self.instructions,
+            tools=self.tools,
+            commands=self.commands,
+            subagents=self.subagents,
+            max_steps=self.max_steps,
+        )
+
+
+def _fold(into: dict[str, Requirement], capability: Capability[object], operation: str) -> None:
+    existing = into.get(capability.id)
+    if existing is None:
+        into[capability.id] = Requirement(capability, (operation,))
+        return
+    if not (
+        same_facade(existing.capability.facade, capability.facade)
+        and same_facade(capability.facade, existing.capability.facade)
+    ):
+        raise CapabilityConflictError(
+            f"capability id {capability.id!r} is declared with two facade types: "
+            f"{facade_name(existing.capability.facade)} by {existing.declared_by[0]} and "
+            f"{facade_name(capability.facade)} by {operation}; one id must mean one facade, so "
+            "import the same token in both or give one of them another id"
+        )
+    into[capability.id] = Requirement(existing.capability, (*existing.declared_by, operation))
+
+
+def define_agent(
+    *,
+    name: str,
+    model: Model | None = None,
+    instructions: Instructions = "",
+    tools: Mapping[str, Tool[Any, Any]] | None = None,
+    commands: Mapping[str, Command[Any, Any]] | None = None,
+    subagents: Mapping[str, Agent] | None = None,
+    max_steps: int = 20,
+) -> Agent:
+    """Define an agent; its capability requirements are inferred from what its operations declare.
+
+    Each key of ``tools`` is the tool's name as the model sees it; each key of ``commands`` is the
+    command's name at ``runtime.admin(...).thread(...).commands.<name>``; each key of ``subagents``
+    becomes a tool that delegates a task to that agent in a child thread.
+
+    Example::
+
+        agent = define_agent(
+            name="coder",
+            model=model,
+            instructions="You write and run code.",
+            tools={"runScript": run_script},
+            commands={"reset_workspace": reset_workspace},
+        )
+        agent.requirements["sandbox"].declared_by  # ("tool 'runScript'", "command 'reset_workspace'")
+    """
+    tools = dict(tools or {})
+    commands = dict(commands or {})
+    subagents = dict(subagents or {})
+    if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise DefinitionError(f"define_agent(name=...) must be a non-empty string, got {name!r}")
+    if not isinstance(max_steps, int) or max_steps < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise DefinitionError(
+            f"agent {name!r}: max_steps must be a positive int, got {max_steps!r}"
+        )
+    if model is not None and not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise DefinitionError(
+            f"agent {name!r}: model {model!r} has no async request(ModelRequest) method; "
+            "pass a Model, e.g. pai.core.testing.ScriptedModel for tests"
+        )
+    for key, tool in tools.items():
+        if not isinstance(tool, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise DefinitionError(
+                f"agent {name!r}: tools[{key!r}] must come from define_tool(), got {tool!r}"
+            )
+    for key, command in commands.items():
+        if not isinstance(command, Command):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise DefinitionError(
+                f"agent {name!r}: commands[{key!r}] must come from define_command(), got {command!r}"
+            )
+        if not key.isidentifier():
+            raise DefinitionError(
+                f"agent {name!r}: command name {key!r} must be a Python identifier, since it is "
+                "called as .commands.<name>(...)"
+            )
+    for key, sub in subagents.items():
+        if not isinstance(sub, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise DefinitionError(
+                f"agent {name!r}: subagents[{key!r}] must come from define_agent(), got {sub!r}"
+            )
+        if key in tools:
+            raise DefinitionError(
+                f"agent {name!r}: {key!r} names both a tool and a subagent; the model calls both "
+                "by name, so rename one"
+            )
+
+    requirements: dict[str, Requirement] = {}
+    for key, tool in tools.items():
+        for token in tool.capabilities.values():
+            _fold(requirements, token, f"tool {key!r}")
+    for key, command in commands.items():
+        for token in command.capabilities.values():
+            _fold(requirements, token, f"command {key!r}")
+    for key, sub in subagents.items():
+        for requirement in sub.requirements.values():
+            for origin in requirement.declared_by:
+                _fold(requirements, requirement.capability, f"subagent {key!r} {origin}")
+    return Agent(
+        name=name,
+        model=model,
+        instructions=instructions,
+        tools=tools,
+        commands=commands,
+        subagents=subagents,
+        max_steps=max_steps,
+        requirements=requirements,
+    )

@@ -1,0 +1,113 @@
+"""Every error PAI raises, under one root.
+
+    PaiError
+    ├── UserError                      (a caller's mistake: fix the code or the call)
+    │   ├── DefinitionError            (ValueError: a tool, command, agent or capability is malformed)
+    │   │   └── CapabilityConflictError      (one id, two facade types)
+    │   ├── CapabilityBindingError     (ValueError: a binding record or a key option is wrong)
+    │   ├── UnknownCommandError        (LookupError: no command of that name)
+    │   ├── CommandInputError          (ValueError: command input fails its schema)
+    │   └── ToolCapabilitiesError      (TypeError: run_tool given the wrong capabilities)
+    ├── ThreadNotFoundError            (LookupError: no thread with that id in this scope)
+    ├── ThreadExistsError              (ValueError: a thread id is already taken)
+    ├── ThreadDeletedError             (RuntimeError: the thread was deleted while work ran)
+    ├── CapabilityAcquireError         (RuntimeError: a binding failed to acquire a facade)
+    ├── StepLimitExceededError         (RuntimeError: an agent run hit its step limit)
+    └── RuntimeClosedError             (RuntimeError: the runtime was closed)
+
+Every message says what was wrong, with the offending value, and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class PaiError(Exception):
+    """Root of every error PAI raises."""
+
+
+class UserError(PaiError):
+    """A mistake in the calling code: the message says how to fix it."""
+
+
+class DefinitionError(UserError, ValueError):
+    """A tool, command, agent or capability definition is malformed."""
+
+
+class CapabilityConflictError(DefinitionError):
+    """Two operations declare the same capability id with different facade types."""
+
+
+class CapabilityBindingError(UserError, ValueError):
+    """A capability binding record is wrong, or a key option cannot produce a key.
+
+    ``ids`` lists every capability id at fault, so one error reports all of them.
+    """
+
+    def __init__(self, message: str, *, ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ids: tuple[str, ...] = tuple(ids)
+
+
+class UnknownCommandError(UserError, LookupError):
+    """No command with that name exists on the agent."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        listing = ", ".join(repr(k) for k in sorted(known)) or "none"
+        super().__init__(
+            f"unknown command {name!r}; this agent's commands are: {listing}. "
+            "Add it to define_agent(commands=...) or call one of those."
+        )
+        self.name = name
+        self.known: tuple[str, ...] = tuple(sorted(known))
+
+    def __str__(self) -> str:  # LookupError would otherwise quote the whole message
+        return str(self.args[0])
+
+
+class CommandInputError(UserError, ValueError):
+    """A command's input does not match its ``input`` model."""
+
+
+class ToolCapabilitiesError(UserError, TypeError):
+    """``run_tool`` was given capabilities that do not match what the tool declares."""
+
+
+class ThreadNotFoundError(PaiError, LookupError):
+    """No thread with that id exists in this scope."""
+
+    def __init__(self, thread_id: str, scope_key: str | None = None) -> None:
+        where = f" in scope {scope_key!r}" if scope_key is not None else ""
+        super().__init__(
+            f"thread {thread_id!r} does not exist{where}; create it with "
+            "runtime.admin(identity=...).create_thread() or check the id"
+        )
+        self.thread_id = thread_id
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ThreadExistsError(PaiError, ValueError):
+    """A thread with that id already exists."""
+
+
+class ThreadDeletedError(PaiError, RuntimeError):
+    """The thread was deleted while this operation ran; its work was cancelled."""
+
+
+class CapabilityAcquireError(PaiError, RuntimeError):
+    """A binding's ``acquire`` failed. ``__cause__`` holds the binding's own error."""
+
+    def __init__(self, message: str, *, ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ids: tuple[str, ...] = tuple(ids)
+
+
+class StepLimitExceededError(PaiError, RuntimeError):
+    """An agent run used every step it was allowed without finishing."""
+
+
+class RuntimeClosedError(PaiError, RuntimeError):
+    """The runtime was closed; create a new one to keep working."""

@@ -1,0 +1,275 @@
+"""Operations: tools (the model calls them) and commands (the server calls them).
+
+Both declare the capabilities they consume; the runtime acquires those before the body runs and
+hands the facades over at ``ctx.capabilities``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, final, overload
+
+from pydantic import BaseModel
+
+from pai.core._capability import Capability
+from pai.core._errors import DefinitionError
+
+F = TypeVar("F")
+InputT = TypeVar("InputT", bound=BaseModel)
+OutputT = TypeVar("OutputT")
+
+
+@final
+class Capabilities:
+    """The facades one operation was given, by local name and by token.
+
+    ``ctx.capabilities[token]`` is statically typed as the token's facade;
+    ``ctx.capabilities.<local name>`` is the short spelling (typed ``Any``).
+    """
+
+    __slots__ = ("_by_id", "_by_name")
+
+    def __init__(self, by_name: Mapping[str, object], by_id: Mapping[str, object]) -> None:
+        self._by_name = by_name
+        self._by_id = by_id
+
+    def __getitem__(self, token: Capability[F]) -> F:
+        try:
+            facade = self._by_id[token.id]
+        except KeyError:
+            raise KeyError(
+                f"capability {token.id!r} was not declared by this operation; add it to the "
+                f"operation's capabilities={{...}} (declared: {sorted(self._by_id) or 'none'})"
+            ) from None
+        return facade  # type: ignore[return-value]  # the runtime checked the binding's facade
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise AttributeError(
+                f"no capability named {name!r} on this operation; declared names: "
+                f"{sorted(self._by_name) or 'none'}"
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __repr__(self) -> str:
+        return f"Capabilities({sorted(self._by_name)})"
+
+
+EMPTY_CAPABILITIES = Capabilities({}, {})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext(Generic[InputT]):
+    """What a tool's ``execute`` receives."""
+
+    input: InputT
+    capabilities: Capabilities
+    thread_id: str
+    tool_call_id: str
+    scope_key: str
+    user_key: str | None
+    identity: object
+
+
+@dataclass(frozen=True, slots=True)
+class CommandContext(Generic[InputT]):
+    """What a command's ``run`` receives: trusted identity and the scoped facades."""
+
+    input: InputT
+    capabilities: Capabilities
+    thread_id: str
+    scope_key: str
+    user_key: str | None
+    identity: object
+
+
+@final
+@dataclass(frozen=True, eq=False, slots=True)
+class Tool(Generic[InputT, OutputT]):
+    """A tool the model can call. Make one with :func:`define_tool`."""
+
+    id: str
+    description: str
+    input_schema: type[InputT]
+    capabilities: Mapping[str, Capability[object]]
+    execute: Callable[[ToolContext[InputT]], Awaitable[OutputT] | OutputT] | None
+
+
+@final
+@dataclass(frozen=True, eq=False, slots=True)
+class Command(Generic[InputT, OutputT]):
+    """A server-side command. Make one with :func:`define_command`."""
+
+    input: type[InputT]
+    capabilities: Mapping[str, Capability[object]]
+    run: Callable[[CommandContext[InputT]], Awaitable[OutputT] | OutputT]
+    description: str | None
+
+
+def _check_capabilities(
+    owner: str, capabilities: Mapping[str, Capability[object]] | None
+) -> dict[str, Capability[object]]:
+    if capabilities is None:
+        return {}
+    if not isinstance(capabilities, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise DefinitionError(
+            f"{owner}: capabilities must be a mapping of local name to token, e.g. "
+            f"capabilities={{'sandbox': sandbox}}; got {capabilities!r}"
+        )
+    checked: dict[str, Capability[object]] = {}
+    for name, token in capabilities.items():
+        if not isinstance(name, str) or not name.isidentifier():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise DefinitionError(
+                f"{owner}: capability name {name!r} must be a Python identifier, since the "
+                "operation reads it as ctx.capabilities.<name>"
+            )
+        if not isinstance(token, Capability):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise DefinitionError(
+                f"{owner}: capabilities[{name!r}] must be a token from define_capability(), "
+                f"got {token!r}"
+            )
+        checked[name] = token
+    ids = [t.id for t in checked.values()]
+    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicated:
+        raise DefinitionError(
+            f"{owner}: capability id(s) {duplicated} are declared under more than one local name; "
+            "declare each capability once"
+        )
+    return checked
+
+
+def _check_model(owner: str, what: str, value: object) -> None:
+    if not (isinstance(value, type) and issubclass(value, BaseModel)):
+        raise DefinitionError(
+            f"{owner}: {what} must be a pydantic BaseModel subclass, got {value!r}; "
+            "e.g. class Input(BaseModel): command: str"
+        )
+
+
+@overload
+def define_tool(
+    *,
+    id: str,
+    description: str,
+    input_schema: type[InputT],
+    execute: Callable[[ToolContext[InputT]], Awaitable[OutputT]],
+    capabilities: Mapping[str, Capability[object]] | None = None,
+) -> Tool[InputT, OutputT]: ...
+@overload
+def define_tool(
+    *,
+    id: str,
+    description: str,
+    input_schema: type[InputT],
+    execute: Callable[[ToolContext[InputT]], OutputT],
+    capabilities: Mapping[str, Capability[object]] | None = None,
+) -> Tool[InputT, OutputT]: ...
+@overload
+def define_tool(
+    *,
+    id: str,
+    description: str,
+    input_schema: type[InputT],
+    execute: None = None,
+    capabilities: None = None,
+) -> Tool[InputT, None]: ...
+def define_tool(
+    *,
+    id: str,
+    description: str,
+    input_schema: type[InputT],
+    execute: Callable[[ToolContext[InputT]], Any] | None = None,
+    capabilities: Mapping[str, Capability[object]] | None = None,
+) -> Tool[InputT, Any]:
+    """Define a tool the model can call.
+
+    ``capabilities`` maps local names to tokens; the facades arrive at ``ctx.capabilities.<name>``
+    and ``ctx.capabilities[token]``. A tool without ``execute`` is answered outside the runtime
+    (external output) and so cannot declare capabilities.
+
+    Example::
+
+        class RunScriptInput(BaseModel):
+            command: str
+
+        run_script = define_tool(
+            id="runScript",
+            description="Run a command in this conversation's sandbox.",
+            input_schema=RunScriptInput,
+            capabilities={"sandbox": sandbox},
+            execute=lambda ctx: ctx.capabilities.sandbox.run_command(ctx.input.command),
+        )
+    """
+    owner = f"tool {id!r}"
+    if not isinstance(id, str) or not id:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise DefinitionError(f"define_tool(id=...) must be a non-empty string, got {id!r}")
+    _check_model(owner, "input_schema", input_schema)
+    declared = _check_capabilities(owner, capabilities)
+    if execute is None and declared:
+        raise DefinitionError(
+            f"{owner} declares capabilities {sorted(declared)} but has no execute; facades exist "
+            "only for tools the runtime executes, so add execute=... or drop capabilities"
+        )
+    if execute is not None and not callable(execute):
+        raise DefinitionError(f"{owner}: execute must be callable, got {execute!r}")
+    return Tool(
+        id=id,
+        description=description,
+        input_schema=input_schema,
+        capabilities=declared,
+        execute=execute,
+    )
+
+
+@overload
+def define_command(
+    *,
+    input: type[InputT],
+    run: Callable[[CommandContext[InputT]], Awaitable[OutputT]],
+    capabilities: Mapping[str, Capability[object]] | None = None,
+    description: str | None = None,
+) -> Command[InputT, OutputT]: ...
+@overload
+def define_command(
+    *,
+    input: type[InputT],
+    run: Callable[[CommandContext[InputT]], OutputT],
+    capabilities: Mapping[str, Capability[object]] | None = None,
+    description: str | None = None,
+) -> Command[InputT, OutputT]: ...
+def define_command(
+    *,
+    input: type[InputT],
+    run: Callable[[CommandContext[InputT]], Any],
+    capabilities: Mapping[str, Capability[object]] | None = None,
+    description: str | None = None,
+) -> Command[InputT, Any]:
+    """Define a server-side command; its name is its key in ``define_agent(commands=...)``.
+
+    Example::
+
+        reset_workspace = define_command(
+            input=NoInput,
+            capabilities={"sandbox": sandbox},
+            run=lambda ctx: ctx.capabilities.sandbox.reset(),
+        )
+        await runtime.admin(identity=me).thread(thread_id).commands.reset_workspace({})
+    """
+    owner = "command"
+    _check_model(owner, "input", input)
+    declared = _check_capabilities(owner, capabilities)
+    if not callable(run):
+        raise DefinitionError(f"define_command(run=...) must be callable, got {run!r}")
+    return Command(input=input, capabilities=declared, run=run, description=description)

@@ -1,0 +1,135 @@
+"""The app registry: ``create_pai`` owns the construction of every agent's runtime."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Required, Self, TypedDict
+
+import anyio
+
+from pai.core._agent import Agent
+from pai.core._binding import CapabilityBinding
+from pai.core._errors import CapabilityBindingError, DefinitionError, PaiError
+from pai.core._lifecycle import OnRuntimeError
+from pai.core._runtime import AgentRuntime, ScopeKeyFn, UserKeyFn, create_agent_runtime
+from pai.core._storage import Storage
+
+
+class AgentEntry(TypedDict, total=False):
+    """One agent of an app and its capability bindings."""
+
+    agent: Required[Agent]
+    capabilities: Mapping[str, CapabilityBinding[object]]
+
+
+class UnknownAgentError(PaiError, LookupError):
+    """No agent is registered under that id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Pai:
+    """An app: one runtime per registered agent, over one shared storage.
+
+    Make one with :func:`create_pai`; close it with ``async with`` or :meth:`aclose`.
+    """
+
+    def __init__(self, runtimes: Mapping[str, AgentRuntime], storage: Storage) -> None:
+        self._runtimes = dict(runtimes)
+        self.storage = storage
+        self._closed = False
+
+    @property
+    def agent_ids(self) -> tuple[str, ...]:
+        """The registered agent ids, in registration order."""
+        return tuple(self._runtimes)
+
+    def runtime(self, agent_id: str) -> AgentRuntime:
+        """The runtime of agent ``agent_id``."""
+        try:
+            return self._runtimes[agent_id]
+        except KeyError:
+            raise UnknownAgentError(
+                f"no agent registered as {agent_id!r}; registered: {list(self._runtimes)}. "
+                "Add it to create_pai(agents={...})."
+            ) from None
+
+    async def aclose(self) -> None:
+        """Close every runtime (awaiting their bindings' ``close``), then the shared storage."""
+        if self._closed:
+            return
+        self._closed = True
+        async with anyio.create_task_group() as tg:
+            for runtime in self._runtimes.values():
+                tg.start_soon(runtime.aclose)
+        await self.storage.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def create_pai(
+    *,
+    agents: Mapping[str, AgentEntry],
+    scope_key: ScopeKeyFn,
+    storage: Storage | None = None,
+    user_key: UserKeyFn | None = None,
+    on_runtime_error: OnRuntimeError | None = None,
+    settlement_window: float = 5.0,
+) -> Pai:
+    """Build an app: every agent's runtime, each with its binding record checked.
+
+    Problems in several agents' binding records are reported together.
+
+    Example::
+
+        pai = create_pai(
+            agents={"coder": {"agent": coder, "capabilities": {"sandbox": sandbox_binding}}},
+            scope_key=lambda identity: identity.workspace_id,
+        )
+        async with pai:
+            thread = await pai.runtime("coder").admin(identity=me).create_thread()
+    """
+    if not agents:
+        raise DefinitionError("create_pai(agents=...) needs at least one agent entry")
+    if storage is None:
+        from pai.core._storage_sqlite import SqliteStorage
+
+        storage = SqliteStorage(":memory:")
+    runtimes: dict[str, AgentRuntime] = {}
+    problems: list[CapabilityBindingError] = []
+    for agent_id, entry in agents.items():
+        agent = entry.get("agent") if isinstance(entry, Mapping) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(agent, Agent):
+            raise DefinitionError(
+                f"create_pai(agents=...): entry {agent_id!r} must be a mapping with an 'agent' "
+                f"from define_agent(), e.g. {{'agent': agent, 'capabilities': {{...}}}}; got {entry!r}"
+            )
+        try:
+            runtimes[agent_id] = create_agent_runtime(
+                agent=agent,
+                storage=storage,
+                scope_key=scope_key,
+                user_key=user_key,
+                capabilities=entry.get("capabilities"),
+                on_runtime_error=on_runtime_error,
+                settlement_window=settlement_window,
+                owns_storage=False,
+            )
+        except CapabilityBindingError as error:
+            problems.append(CapabilityBindingError(f"agent {agent_id!r}: {error}", ids=error.ids))
+    if problems:
+        raise CapabilityBindingError(
+            "\n".join(str(p) for p in problems), ids=sorted({i for p in problems for i in p.ids})
+        )
+    return Pai(runtimes, storage)

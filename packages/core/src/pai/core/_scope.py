@@ -1,0 +1,94 @@
+"""Scopes and instance keys: which operations share one capability instance.
+
+A binding's scope turns an operation's identity into an *instance key*. Built-in scopes serialize
+the identity into one opaque key with :func:`instance_key`; a custom scope's string is used verbatim.
+
+The built-in encoding is::
+
+    pai1.<scope tag>.<capability id>[.<part>...]
+
+where each part is the UTF-8 (``surrogatepass``) bytes of one identity string, with every byte
+outside ``[a-z0-9-]`` written as ``_`` plus two lowercase hex digits. Parts never contain ``.``,
+and the scope kind fixes how many parts follow, so distinct identity tuples never share a key; the
+alphabet ``[a-z0-9._-]`` is safe as a Docker label value, an E2B metadata value and a file name
+(also on case-insensitive file systems). Compare or persist keys; never parse them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+ScopeKind: TypeAlias = Literal["thread", "rootThread", "user", "scope", "global"]
+"""The built-in scopes."""
+
+SCOPE_KINDS: tuple[ScopeKind, ...] = ("thread", "rootThread", "user", "scope", "global")
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityScopeInput:
+    """What a custom scope function receives.
+
+    ``root_thread_id`` is the top-level thread reached by following ``parent_thread_id``; it equals
+    ``thread_id`` for a top-level thread. ``identity`` is the app's identity value: narrow it
+    yourself.
+
+    Example::
+
+        # One instance per user per top-level conversation, shared with subagents.
+        def per_user_conversation(s: CapabilityScopeInput) -> str:
+            return json.dumps([s.scope_key, s.user_key, s.root_thread_id])
+    """
+
+    thread_id: str
+    root_thread_id: str
+    scope_key: str
+    user_key: str | None
+    identity: object
+
+
+CapabilityScope: TypeAlias = ScopeKind | Callable[[CapabilityScopeInput], str]
+"""A built-in scope name, or a function returning the instance key itself."""
+
+# Fixed tags already in the key alphabet, so the kind reads plainly in a key.
+_KIND_TAGS: dict[ScopeKind, str] = {
+    "thread": "thread",
+    "rootThread": "root-thread",
+    "user": "user",
+    "scope": "scope",
+    "global": "global",
+}
+_PLAIN = re.compile(r"[a-z0-9-]*")
+_ESCAPES = tuple(
+    "_%02x" % b if not (48 <= b <= 57 or 97 <= b <= 122 or b == 45) else chr(b) for b in range(256)
+)  # noqa: UP031
+
+
+def encode_key_part(value: str) -> str:
+    """Encode one identity string into the key alphabet ``[a-z0-9_-]`` (injective)."""
+    if _PLAIN.fullmatch(value):
+        return value
+    return "".join([_ESCAPES[b] for b in value.encode("utf-8", "surrogatepass")])
+
+
+def instance_key(capability_id: str, kind: ScopeKind, parts: tuple[str, ...]) -> str:
+    """The opaque key of a built-in scope.
+
+    ``parts`` depend on the kind: ``(scope_key, thread_id)`` for ``"thread"``,
+    ``(scope_key, root_thread_id)`` for ``"rootThread"``, ``(scope_key, user_key)`` for ``"user"``,
+    ``(scope_key,)`` for ``"scope"`` and ``()`` for ``"global"``.
+
+    Example::
+
+        >>> instance_key("sandbox", "thread", ("acme", "t-1"))
+        'pai1.thread.sandbox.acme.t-1'
+    """
+    encoded = ".".join([encode_key_part(p) for p in (capability_id, *parts)])
+    return f"pai1.{_KIND_TAGS[kind]}.{encoded}"
+
+
+def is_scope(value: object) -> bool:
+    """Whether ``value`` is a valid :data:`CapabilityScope`."""
+    return value in SCOPE_KINDS or callable(value)

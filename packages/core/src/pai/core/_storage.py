@@ -1,0 +1,79 @@
+"""The storage contract: threads, their parent links, and their messages.
+
+A runtime keeps everything durable here. Implementations: :class:`InMemoryStorage` (tests) and
+:class:`SqliteStorage` (the embedded default; a file path or ``":memory:"``). Any other backend
+implements :class:`Storage`.
+
+Contract every implementation keeps:
+
+- ``create_thread`` fails with :class:`ThreadExistsError` if the id is taken;
+- ``delete_thread`` removes the thread, every thread delegated from it at any depth, and all their
+  messages, in one transaction, and returns the ids it removed (parent first); an unknown id returns
+  ``[]``;
+- ``append_messages`` is atomic: all of the messages are stored, in order, or none; appending to an
+  unknown thread raises :class:`ThreadNotFoundError`;
+- reads return what was written, in order; records are immutable values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+
+from pai.core._messages import Message
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadRecord:
+    """One stored thread.
+
+    ``scope_key`` is the app scope (tenant, workspace) the thread belongs to; a thread is only
+    reachable through that scope. ``parent_thread_id`` is set for threads delegated to a subagent.
+    """
+
+    id: str
+    scope_key: str
+    agent_name: str
+    parent_thread_id: str | None = None
+    created_at: datetime = field(default_factory=_now)
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """Where a runtime keeps threads and messages. All methods are safe to call concurrently."""
+
+    async def create_thread(self, record: ThreadRecord) -> None:
+        """Store a new thread. Raises :class:`ThreadExistsError` if ``record.id`` is taken."""
+        ...
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread with this id, or ``None``."""
+        ...
+
+    async def delete_thread(self, thread_id: str) -> Sequence[str]:
+        """Delete the thread, its descendants and their messages; return the deleted ids."""
+        ...
+
+    async def list_threads(
+        self, scope_key: str, *, parent_thread_id: str | None = None
+    ) -> Sequence[ThreadRecord]:
+        """Threads of a scope, oldest first: top-level ones, or the children of a parent."""
+        ...
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+        """Append all of ``messages`` to the thread atomically."""
+        ...
+
+    async def get_messages(self, thread_id: str) -> Sequence[Message]:
+        """Every message of the thread, in the order appended."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections. Stored data stays."""
+        ...
