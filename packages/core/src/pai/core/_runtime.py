@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar, cast
 
 import anyio
 import pydantic_core
@@ -51,7 +52,7 @@ from pai.core._operations import (
     Tool,
     ToolContext,
 )
-from pai.core._scope import CapabilityScopeInput, instance_key
+from pai.core._scope import CapabilityScopeInput, ScopeKind, instance_key
 from pai.core._storage import Storage, ThreadRecord
 
 T = TypeVar("T")
@@ -93,13 +94,13 @@ class _Caller:
 
 def maybe_await(value: T | Awaitable[T]) -> Awaitable[T] | None:
     """``value`` if it is awaitable, else ``None``."""
-    return value if inspect.isawaitable(value) else None  # pyright: ignore[reportUnknownVariableType]
+    return value if inspect.isawaitable(value) else None
 
 
 async def resolve(value: T | Awaitable[T]) -> T:
     """Await ``value`` if it is awaitable; return it otherwise."""
     if inspect.isawaitable(value):
-        return await value  # pyright: ignore[reportUnknownVariableType]
+        return await value
     return value
 
 
@@ -142,8 +143,9 @@ def validate_binding_record(
             )
         )
     bindings: dict[str, CapabilityBinding[object]] = {}
-    for cap_id, binding in capabilities.items():
+    for cap_id, value in capabilities.items():
         requirement = requirements.get(cap_id)
+        binding = cast("CapabilityBinding[object]", value)
         if requirement is None:
             problems.append(
                 (
@@ -152,11 +154,11 @@ def validate_binding_record(
                     "remove it from capabilities=",
                 )
             )
-        elif not isinstance(binding, CapabilityBinding):
+        elif not isinstance(value, CapabilityBinding):
             problems.append(
                 (
                     cap_id,
-                    f"{cap_id!r} is bound to {binding!r}, which is not a capability binding; "
+                    f"{cap_id!r} is bound to {value!r}, which is not a capability binding; "
                     "use create_capability_binding() or a capability package's factory",
                 )
             )
@@ -178,7 +180,7 @@ def validate_binding_record(
                 )
             )
         else:
-            bindings[cap_id] = binding  # pyright: ignore[reportUnknownArgumentType]
+            bindings[cap_id] = binding
     if problems:
         problems.sort()
         lines = "\n".join(f"  - {text}" for _, text in problems)
@@ -476,25 +478,7 @@ class AgentRuntime:
     ) -> AcquireInput:
         scope = binding.scope
         label: ScopeLabel
-        if scope == "thread":
-            label, key = scope, instance_key(cap_id, scope, (caller.scope_key, thread.id))
-        elif scope == "rootThread":
-            assert root_id is not None
-            label, key = scope, instance_key(cap_id, scope, (caller.scope_key, root_id))
-        elif scope == "user":
-            if caller.user_key is None:
-                raise CapabilityBindingError(
-                    f"capability {cap_id!r} is bound with scope 'user', but no user key could be "
-                    "derived for this identity; pass create_agent_runtime(user_key=lambda "
-                    "identity: ...) returning a non-empty string for every identity that uses it",
-                    ids=[cap_id],
-                )
-            label, key = scope, instance_key(cap_id, scope, (caller.scope_key, caller.user_key))
-        elif scope == "scope":
-            label, key = scope, instance_key(cap_id, scope, (caller.scope_key,))
-        elif scope == "global":
-            label, key = scope, instance_key(cap_id, scope, ())
-        else:
+        if callable(scope):
             assert root_id is not None
             raw = scope(
                 CapabilityScopeInput(
@@ -512,6 +496,13 @@ class AgentRuntime:
                     ids=[cap_id],
                 )
             label, key = "custom", raw
+        else:
+            label, key = (
+                scope,
+                instance_key(
+                    cap_id, scope, self._key_parts(scope, cap_id, thread, root_id, caller)
+                ),
+            )
         return AcquireInput(
             key=key,
             capability_id=cap_id,
@@ -522,6 +513,28 @@ class AgentRuntime:
             user_key=caller.user_key,
             identity=caller.identity,
         )
+
+    @staticmethod
+    def _key_parts(
+        kind: ScopeKind, cap_id: str, thread: ThreadRecord, root_id: str | None, caller: _Caller
+    ) -> tuple[str, ...]:
+        if kind == "thread":
+            return (caller.scope_key, thread.id)
+        if kind == "rootThread":
+            assert root_id is not None
+            return (caller.scope_key, root_id)
+        if kind == "user":
+            if caller.user_key is None:
+                raise CapabilityBindingError(
+                    f"capability {cap_id!r} is bound with scope 'user', but no user key could be "
+                    "derived for this identity; pass create_agent_runtime(user_key=lambda "
+                    "identity: ...) returning a non-empty string for every identity that uses it",
+                    ids=[cap_id],
+                )
+            return (caller.scope_key, caller.user_key)
+        if kind == "scope":
+            return (caller.scope_key,)
+        return ()
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -547,8 +560,8 @@ class AgentRuntime:
             thread = await self._get_thread(caller, thread_id)
             try:
                 capabilities = await self._acquire(command.capabilities, thread, caller)
-                ctx = CommandContext(
-                    input=parsed,
+                ctx: CommandContext[Any] = CommandContext(
+                    input=cast("BaseModel", parsed),
                     capabilities=capabilities,
                     thread_id=thread.id,
                     scope_key=caller.scope_key,
@@ -564,10 +577,9 @@ class AgentRuntime:
 
     async def _record_error(self, thread_id: str, source: str, error: BaseException) -> None:
         message = ErrorMessage(source=source, error_type=type(error).__name__, message=str(error))
-        try:
+        # The thread may have been deleted meanwhile; then there is nothing to record into.
+        with contextlib.suppress(ThreadNotFoundError):
             await self.storage.append_messages(thread_id, [message])
-        except ThreadNotFoundError:
-            pass  # the thread was deleted meanwhile; nothing to record into
 
     # -- the agent loop ---------------------------------------------------------------------
 
@@ -619,7 +631,9 @@ class AgentRuntime:
                 f"agent {agent.name!r} has no model; pass define_agent(model=...) or "
                 "create_test_runtime(model=...)"
             )
-        history = [m for m in await self.storage.get_messages(thread.id) if m.role != "error"]
+        history: list[Message] = [
+            m for m in await self.storage.get_messages(thread.id) if m.role != "error"
+        ]
         instructions = agent.instructions
         if not isinstance(instructions, str):
             instructions = await resolve(

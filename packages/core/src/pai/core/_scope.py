@@ -61,9 +61,8 @@ _KIND_TAGS: dict[ScopeKind, str] = {
     "global": "global",
 }
 _PLAIN = re.compile(r"[a-z0-9-]*")
-_ESCAPES = tuple(
-    "_%02x" % b if not (48 <= b <= 57 or 97 <= b <= 122 or b == 45) else chr(b) for b in range(256)
-)  # noqa: UP031
+_KEEP = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-")
+_ESCAPES = tuple(chr(b) if b in _KEEP else f"_{b:02x}" for b in range(256))
 
 
 def encode_key_part(value: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
@@ -103,4 +103,4 @@ async def run_tool(
         identity=identity,
     )
     result, output = await execute_tool(tool, ctx, tool.id)
-    return ToolRunResult(result, output)  # pyright: ignore[reportArgumentType]
+    return ToolRunResult(result, cast("OutputT | None", output))
