@@ -113,7 +113,7 @@ def define_agent(
     subagents = dict(subagents or {})
     if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise DefinitionError(f"define_agent(name=...) must be a non-empty string, got {name!r}")
-    if not isinstance(max_steps, int) or max_steps < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise DefinitionError(
             f"agent {name!r}: max_steps must be a positive int, got {max_steps!r}"
         )

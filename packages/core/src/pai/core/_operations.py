@@ -45,12 +45,15 @@ class Capabilities:
         return facade  # type: ignore[return-value]  # the runtime checked the binding's facade
 
     def __getattr__(self, name: str) -> Any:
+        # object.__getattribute__, not self._by_name: on an instance whose slots are not filled yet
+        # (copy.copy, pickle) self._by_name would re-enter __getattr__ and recurse forever.
+        by_name: Mapping[str, object] = object.__getattribute__(self, "_by_name")
         try:
-            return self._by_name[name]
+            return by_name[name]
         except KeyError:
             raise AttributeError(
                 f"no capability named {name!r} on this operation; declared names: "
-                f"{sorted(self._by_name) or 'none'}"
+                f"{sorted(by_name) or 'none'}"
             ) from None
 
     def __contains__(self, name: object) -> bool:

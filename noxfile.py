@@ -1,0 +1,108 @@
+"""Project automation. `uv run nox` runs lint, typecheck and every package's tests.
+
+Each package's tests run in an environment of their own holding only that package, the workspace
+packages it depends on, and its `test` dependency group, so an undeclared import fails there.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.error_on_external_run = True
+
+ROOT = Path(__file__).parent
+PYTHON = "3.11"
+
+
+def _pyproject(package: str) -> dict[str, object]:
+    return tomllib.loads((ROOT / "packages" / package / "pyproject.toml").read_text())
+
+
+def _packages() -> dict[str, str]:
+    """Distribution name -> folder name, for every workspace package."""
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / "packages").glob("*/pyproject.toml")):
+        found[tomllib.loads(path.read_text())["project"]["name"]] = path.parent.name
+    return found
+
+
+PACKAGES = _packages()
+
+
+def _local_closure(package: str) -> list[str]:
+    """The package folder and the folders of every workspace package it needs, transitively."""
+    seen: list[str] = []
+    todo = [package]
+    while todo:
+        folder = todo.pop()
+        if folder in seen:
+            continue
+        seen.append(folder)
+        project = _pyproject(folder)["project"]
+        assert isinstance(project, dict)
+        for requirement in project.get("dependencies", []):
+            name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
+            if name in PACKAGES:
+                todo.append(PACKAGES[name])
+    return seen
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("package", sorted(PACKAGES.values()))
+def tests(session: nox.Session, package: str) -> None:
+    """One package's tests, in its own environment."""
+    pyproject = _pyproject(package)
+    editable = [arg for folder in _local_closure(package) for arg in ("-e", f"packages/{folder}")]
+    session.install(*editable, *nox.project.dependency_groups(pyproject, "test"))
+    # pytest exits 5 when it collects no test; nox treats that as a failure, as it should.
+    session.run("pytest", f"packages/{package}/tests", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff: lint and format check over the whole repository."""
+    session.install("ruff>=0.8")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """pyright strict on every package's src/, and the typing tests that prove what it catches."""
+    editable = [arg for folder in PACKAGES.values() for arg in ("-e", f"packages/{folder}")]
+    session.install(*editable, "pyright[nodejs]>=1.1.390", "pytest>=8.3")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pyright"]
+    for folder in PACKAGES.values():
+        for setting in ("include", "strict"):
+            if f"packages/{folder}/src" not in config[setting]:
+                session.error(
+                    f"[tool.pyright] {setting} in pyproject.toml lacks packages/{folder}/src; "
+                    "add it so the package is type-checked strictly"
+                )
+    session.run("pyright", "--pythonpath", str(Path(session.bin) / "python"))
+    for distribution, folder in PACKAGES.items():
+        module = "pai." + folder.replace("-", "_")
+        session.log(f"public API type completeness of {distribution}")
+        session.run(
+            "pyright",
+            "--pythonpath",
+            str(Path(session.bin) / "python"),
+            "--verifytypes",
+            module,
+            "--ignoreexternal",
+        )
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Every benchmark in benchmarks/, printing ratios against a baseline measured in the run."""
+    editable = [arg for folder in PACKAGES.values() for arg in ("-e", f"packages/{folder}")]
+    session.install(*editable)
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        session.run("python", str(script), *session.posargs)
