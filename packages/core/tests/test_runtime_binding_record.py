@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 from helpers import (
     Box,
@@ -16,6 +18,9 @@ from helpers import (
 )
 
 from pai.core import (
+    Agent,
+    AgentRuntime,
+    Capability,
     CapabilityBindingError,
     InMemoryStorage,
     create_agent_runtime,
@@ -35,16 +40,16 @@ class SpecialBox(Box):
     """A facade subtype: a binding for it can serve operations that need a Box."""
 
 
-def needs(*tokens: object) -> object:
-    return build_agent(tools={"use": use_tool(*tokens)})  # type: ignore[arg-type]
+def needs(*tokens: Capability[Box]) -> Agent:
+    return build_agent(tools={"use": use_tool(*tokens)})
 
 
-def build(agent: object, capabilities: dict[str, object] | None) -> object:
+def build(agent: Agent, capabilities: Mapping[str, object] | None) -> AgentRuntime:
     return create_agent_runtime(
-        agent=agent,  # type: ignore[arg-type]
+        agent=agent,
         storage=InMemoryStorage(),
         scope_key=scope_of,
-        capabilities=capabilities,  # type: ignore[arg-type]
+        capabilities=capabilities,  # type: ignore[arg-type]  # wrong values on purpose
     )
 
 
@@ -131,7 +136,7 @@ def test_a_correct_record_builds_a_runtime_binding_exactly_the_declared_ids() ->
 
     runtime = build(needs(alpha, beta), record(a, b))
 
-    assert runtime.bindings == {"alpha": a.binding, "beta": b.binding}  # type: ignore[attr-defined]
+    assert runtime.bindings == {"alpha": a.binding, "beta": b.binding}
 
 
 def test_a_binding_for_a_facade_subtype_is_accepted() -> None:
@@ -140,7 +145,7 @@ def test_a_binding_for_a_facade_subtype_is_accepted() -> None:
 
     runtime = build(needs(alpha), {"alpha": binding})
 
-    assert runtime.bindings["alpha"] is binding  # type: ignore[attr-defined]
+    assert runtime.bindings["alpha"] is binding
 
 
 def test_tools_and_commands_declaring_one_id_share_one_record_entry() -> None:
@@ -149,7 +154,7 @@ def test_tools_and_commands_declaring_one_id_share_one_record_entry() -> None:
 
     runtime = build(agent, record(a))
 
-    assert list(runtime.bindings) == ["alpha"]  # type: ignore[attr-defined]
+    assert list(runtime.bindings) == ["alpha"]
 
 
 def test_subagent_requirements_must_be_bound_by_the_delegating_runtime() -> None:
@@ -169,7 +174,7 @@ def test_an_agent_without_capabilities_needs_no_record(
 ) -> None:
     runtime = build(build_agent(), capabilities)
 
-    assert runtime.bindings == {}  # type: ignore[attr-defined]
+    assert runtime.bindings == {}
 
 
 def test_an_agent_without_capabilities_rejects_any_binding() -> None:
@@ -183,12 +188,12 @@ def test_create_pai_reports_the_problems_of_every_agent_in_one_error() -> None:
     with pytest.raises(CapabilityBindingError) as caught:
         create_pai(
             agents={
-                "writer": {"agent": needs(alpha), "capabilities": {}},  # type: ignore[typeddict-item]
+                "writer": {"agent": needs(alpha), "capabilities": {}},
                 "reader": {
-                    "agent": needs(beta),  # type: ignore[typeddict-item]
+                    "agent": needs(beta),
                     "capabilities": record(RecordingBinding(beta), RecordingBinding(gamma)),
                 },
-                "fine": {"agent": needs(delta), "capabilities": record(RecordingBinding(delta))},  # type: ignore[typeddict-item]
+                "fine": {"agent": needs(delta), "capabilities": record(RecordingBinding(delta))},
             },
             scope_key=scope_of,
             storage=InMemoryStorage(),
