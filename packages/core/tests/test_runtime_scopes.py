@@ -1,0 +1,499 @@
+"""The scope table, row by row: which operations share one capability instance, and its key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from helpers import (
+    SCOPE,
+    Events,
+    RecordingBinding,
+    Who,
+    box_capability,
+    build_agent,
+    build_runtime,
+    of_role,
+    use_command,
+    use_tool,
+)
+
+from pai.core import (
+    Agent,
+    AgentRuntime,
+    CapabilityBindingError,
+    CapabilityScopeInput,
+    InMemoryStorage,
+    ThreadRecord,
+    ToolResultMessage,
+    instance_key,
+)
+from pai.core.testing import ScriptedModel, text, tool_call
+
+pytestmark = pytest.mark.anyio
+
+box = box_capability("box")
+root_box = box_capability("root-box")
+
+ANN = Who(SCOPE, "ann")
+BOB = Who(SCOPE, "bob")
+ANN_ELSEWHERE = Who("globex", "ann")
+NOBODY = Who(SCOPE, None)
+
+
+def command_agent(*extra_commands: str) -> Agent:
+    commands = {"use": use_command(box)}
+    if "use_root" in extra_commands:
+        commands["use_root"] = use_command(root_box)
+    return build_agent(commands=commands)
+
+
+async def use(runtime: AgentRuntime, who: Who, thread_id: str, command: str = "use") -> str:
+    [instance] = await runtime.admin(identity=who).thread(thread_id).run_command(command, {})
+    return instance
+
+
+async def new_thread(runtime: AgentRuntime, who: Who = ANN) -> str:
+    return (await runtime.admin(identity=who).create_thread()).id
+
+
+async def chain(storage: InMemoryStorage, depth: int, *, agent_name: str = "main") -> list[str]:
+    """Threads d0 (top level) .. d<depth>, each delegated from the one before, made in storage."""
+    ids = [f"d{i}" for i in range(depth + 1)]
+    for i, thread_id in enumerate(ids):
+        await storage.create_thread(
+            ThreadRecord(
+                id=thread_id,
+                scope_key=SCOPE,
+                agent_name=agent_name,
+                parent_thread_id=ids[i - 1] if i else None,
+            )
+        )
+    return ids
+
+
+def delegating_agents(depth: int, *tools_tokens: Any) -> Agent:
+    """Agents L0 .. L<depth>: each uses its tool, delegates to the next (the last does not),
+    then answers. Only L0's model is replaced by runtimes; each level scripts its own."""
+    agent: Agent | None = None
+    for level in reversed(range(depth + 1)):
+        script = [tool_call("use")]
+        if agent is not None:
+            script.append(tool_call("delegate", {"task": f"level {level + 1}"}))
+        script.append(text(f"L{level} done"))
+        agent = build_agent(
+            name=f"L{level}",
+            model=ScriptedModel(script),
+            tools={"use": use_tool(*tools_tokens)},
+            subagents={"delegate": agent} if agent is not None else None,
+        )
+    assert agent is not None
+    return agent
+
+
+async def tool_outputs(runtime: AgentRuntime, thread_id: str) -> list[Any]:
+    """The outputs of every successful tool call in a thread and its descendants, top down."""
+    admin = runtime.admin(identity=ANN)
+    handle = admin.thread(thread_id)
+    outputs = [m.output for m in of_role(await handle.messages(), "tool") if m.tool_name == "use"]
+    for child in await handle.children():
+        outputs.extend(await tool_outputs(runtime, child.id))
+    return outputs
+
+
+# -- "thread" ---------------------------------------------------------------------------------
+
+
+async def test_thread_scope_shares_one_instance_within_a_thread() -> None:
+    boxes = RecordingBinding(box, scope="thread")
+    runtime = build_runtime(command_agent(), boxes)
+    thread_id = await new_thread(runtime)
+
+    first = await use(runtime, ANN, thread_id)
+    second = await use(runtime, ANN, thread_id)
+
+    assert first == second
+    assert boxes.keys == [instance_key("box", "thread", (SCOPE, thread_id))]
+    assert boxes.provisions[boxes.keys[0]] == 1
+
+
+async def test_thread_scope_gives_each_thread_its_own_instance() -> None:
+    boxes = RecordingBinding(box, scope="thread")
+    runtime = build_runtime(command_agent(), boxes)
+    one, two = await new_thread(runtime), await new_thread(runtime)
+
+    assert await use(runtime, ANN, one) != await use(runtime, ANN, two)
+    assert boxes.keys == [
+        instance_key("box", "thread", (SCOPE, one)),
+        instance_key("box", "thread", (SCOPE, two)),
+    ]
+
+
+async def test_thread_scope_gives_a_subagents_child_thread_its_own_instance() -> None:
+    boxes = RecordingBinding(box, scope="thread")
+    runtime = build_runtime(delegating_agents(1, box), boxes)
+    top = await new_thread(runtime)
+
+    await runtime.admin(identity=ANN).thread(top).send("go")
+
+    [child] = await runtime.admin(identity=ANN).thread(top).children()
+    outputs = await tool_outputs(runtime, top)
+    assert len(outputs) == 2
+    assert outputs[0] != outputs[1]
+    assert boxes.keys == [
+        instance_key("box", "thread", (SCOPE, top)),
+        instance_key("box", "thread", (SCOPE, child.id)),
+    ]
+
+
+# -- "rootThread" -----------------------------------------------------------------------------
+
+
+async def test_root_thread_scope_is_shared_by_delegated_threads_at_every_depth() -> None:
+    boxes = RecordingBinding(box, scope="rootThread")
+    runtime = build_runtime(delegating_agents(3, box), boxes)
+    top = await new_thread(runtime)
+
+    result = await runtime.admin(identity=ANN).thread(top).send("go")
+
+    assert result.text == "L0 done"
+    outputs = await tool_outputs(runtime, top)
+    assert len(outputs) == 4  # L0 .. L3, each in its own thread
+    assert len({i.thread_id for i in boxes.acquire_inputs}) == 4
+    assert len({tuple(o) for o in outputs}) == 1
+    assert boxes.keys == [instance_key("box", "rootThread", (SCOPE, top))]
+    assert {i.root_thread_id for i in boxes.acquire_inputs} == {top}
+    assert sum(boxes.provisions.values()) == 1
+
+
+async def test_root_thread_scope_gives_each_top_level_thread_its_own_instance() -> None:
+    boxes = RecordingBinding(box, scope="rootThread")
+    runtime = build_runtime(command_agent(), boxes)
+    one, two = await new_thread(runtime), await new_thread(runtime)
+
+    assert await use(runtime, ANN, one) != await use(runtime, ANN, two)
+
+
+async def test_root_thread_scope_follows_stored_parent_links_at_every_depth() -> None:
+    storage = InMemoryStorage()
+    ids = await chain(storage, 5)
+    boxes = RecordingBinding(box, scope="rootThread")
+    runtime = build_runtime(command_agent(), boxes, storage=storage)
+
+    instances = {await use(runtime, ANN, thread_id) for thread_id in reversed(ids)}
+
+    assert len(instances) == 1
+    assert boxes.keys == [instance_key("box", "rootThread", (SCOPE, "d0"))]
+    assert [i.root_thread_id for i in boxes.acquire_inputs] == ["d0"] * 6
+    assert [i.thread_id for i in boxes.acquire_inputs] == list(reversed(ids))
+
+
+async def test_root_thread_id_equals_thread_id_for_a_top_level_thread() -> None:
+    boxes = RecordingBinding(box, scope="rootThread")
+    runtime = build_runtime(command_agent(), boxes)
+    top = await new_thread(runtime)
+
+    await use(runtime, ANN, top)
+
+    [acquired] = boxes.acquire_inputs
+    assert acquired.root_thread_id == acquired.thread_id == top
+    assert acquired.scope == "rootThread"
+
+
+# -- "user" -----------------------------------------------------------------------------------
+
+
+async def test_user_scope_shares_one_instance_per_scope_key_and_user_key() -> None:
+    boxes = RecordingBinding(box, scope="user")
+    runtime = build_runtime(command_agent(), boxes)
+    ann_one, ann_two = await new_thread(runtime, ANN), await new_thread(runtime, ANN)
+    bob_thread = await new_thread(runtime, BOB)
+    elsewhere = await new_thread(runtime, ANN_ELSEWHERE)
+
+    ann_first = await use(runtime, ANN, ann_one)
+    ann_again = await use(runtime, ANN, ann_two)
+    bob = await use(runtime, BOB, bob_thread)
+    ann_in_globex = await use(runtime, ANN_ELSEWHERE, elsewhere)
+
+    assert ann_first == ann_again
+    assert len({ann_first, bob, ann_in_globex}) == 3
+    assert boxes.keys == [
+        instance_key("box", "user", (SCOPE, "ann")),
+        instance_key("box", "user", (SCOPE, "bob")),
+        instance_key("box", "user", ("globex", "ann")),
+    ]
+
+
+@pytest.mark.parametrize("user_key", [None, lambda who: who.user], ids=["no-option", "none"])
+async def test_user_scope_command_without_a_user_key_raises_naming_the_user_key_option(
+    user_key: Callable[[Who], str | None] | None,
+) -> None:
+    boxes = RecordingBinding(box, scope="user")
+    runtime = build_runtime(command_agent(), boxes, user_key=user_key)
+    thread_id = await new_thread(runtime, NOBODY)
+
+    with pytest.raises(CapabilityBindingError, match="user_key") as caught:
+        await use(runtime, NOBODY, thread_id)
+
+    assert caught.value.ids == ("box",)
+    assert "'user'" in str(caught.value)
+    assert boxes.acquire_inputs == []
+
+
+async def test_user_scope_tool_without_a_user_key_gets_a_model_facing_error_naming_user_key() -> (
+    None
+):
+    boxes = RecordingBinding(box, scope="user")
+    events = Events()
+    model = ScriptedModel([tool_call("use"), text("ok")])
+    agent = build_agent(tools={"use": use_tool(box)})
+    runtime = build_runtime(agent, boxes, model=model, on_runtime_error=events)
+    thread_id = await new_thread(runtime, NOBODY)
+
+    result = await runtime.admin(identity=NOBODY).thread(thread_id).send("go")
+
+    assert result.text == "ok"
+    [tool_result] = of_role(result.messages, "tool")
+    assert isinstance(tool_result, ToolResultMessage)
+    assert tool_result.is_error
+    assert "user_key" in tool_result.content
+    assert model.requests[1].messages[-1] == tool_result
+    assert sum(boxes.provisions.values()) == 0
+    [event] = events.received
+    assert event.source == "capability"
+    assert event.capability_id == "box"
+    assert isinstance(event.error, CapabilityBindingError)
+
+
+# -- "scope" ----------------------------------------------------------------------------------
+
+
+async def test_scope_scope_shares_one_instance_per_scope_key() -> None:
+    boxes = RecordingBinding(box, scope="scope")
+    runtime = build_runtime(command_agent(), boxes)
+    ann_thread, bob_thread = await new_thread(runtime, ANN), await new_thread(runtime, BOB)
+    elsewhere = await new_thread(runtime, ANN_ELSEWHERE)
+
+    ann = await use(runtime, ANN, ann_thread)
+    bob = await use(runtime, BOB, bob_thread)
+    other = await use(runtime, ANN_ELSEWHERE, elsewhere)
+
+    assert ann == bob
+    assert other != ann
+    assert boxes.keys == [
+        instance_key("box", "scope", (SCOPE,)),
+        instance_key("box", "scope", ("globex",)),
+    ]
+
+
+async def test_scope_scope_needs_no_user_key() -> None:
+    boxes = RecordingBinding(box, scope="scope")
+    runtime = build_runtime(command_agent(), boxes, user_key=None)
+    thread_id = await new_thread(runtime, NOBODY)
+
+    await use(runtime, NOBODY, thread_id)
+
+    assert boxes.keys == [instance_key("box", "scope", (SCOPE,))]
+
+
+# -- "global" ---------------------------------------------------------------------------------
+
+
+async def test_global_scope_shares_one_instance_across_all_scopes() -> None:
+    boxes = RecordingBinding(box, scope="global")
+    runtime = build_runtime(command_agent(), boxes)
+    here, there = await new_thread(runtime, ANN), await new_thread(runtime, ANN_ELSEWHERE)
+
+    assert await use(runtime, ANN, here) == await use(runtime, ANN_ELSEWHERE, there)
+    assert boxes.keys == [instance_key("box", "global", ())]
+
+
+async def test_keys_of_different_capabilities_never_collide_in_one_scope() -> None:
+    boxes = RecordingBinding(box, scope="global")
+    roots = RecordingBinding(root_box, scope="global")
+    runtime = build_runtime(command_agent("use_root"), boxes, roots)
+    thread_id = await new_thread(runtime)
+
+    await use(runtime, ANN, thread_id)
+    await use(runtime, ANN, thread_id, "use_root")
+
+    assert boxes.keys != roots.keys
+
+
+# -- custom -----------------------------------------------------------------------------------
+
+
+async def test_a_custom_scope_key_is_used_verbatim() -> None:
+    seen: list[CapabilityScopeInput] = []
+
+    def per_user_conversation(s: CapabilityScopeInput) -> str:
+        seen.append(s)
+        return f"{s.scope_key}/{s.user_key}/{s.root_thread_id}"
+
+    storage = InMemoryStorage()
+    await chain(storage, 2)
+    boxes = RecordingBinding(box, scope=per_user_conversation)
+    runtime = build_runtime(command_agent(), boxes, storage=storage)
+
+    await use(runtime, ANN, "d2")
+
+    [acquired] = boxes.acquire_inputs
+    assert acquired.key == f"{SCOPE}/ann/d0"
+    assert acquired.scope == "custom"
+    assert acquired.root_thread_id == "d0"
+    assert seen == [
+        CapabilityScopeInput(
+            thread_id="d2", root_thread_id="d0", scope_key=SCOPE, user_key="ann", identity=ANN
+        )
+    ]
+
+
+async def test_operations_whose_custom_scope_returns_one_key_share_one_instance() -> None:
+    boxes = RecordingBinding(box, scope=lambda s: "shared")
+    runtime = build_runtime(command_agent(), boxes)
+    one, two = await new_thread(runtime, ANN), await new_thread(runtime, ANN_ELSEWHERE)
+
+    assert await use(runtime, ANN, one) == await use(runtime, ANN_ELSEWHERE, two)
+    assert boxes.keys == ["shared"]
+
+
+@pytest.mark.parametrize("returned", ["", 42, None], ids=["empty", "int", "none"])
+async def test_a_custom_scope_returning_no_usable_key_raises_naming_the_custom_scope(
+    returned: object,
+) -> None:
+    boxes = RecordingBinding(box, scope=lambda s: returned)  # type: ignore[arg-type, return-value]
+    runtime = build_runtime(command_agent(), boxes)
+    thread_id = await new_thread(runtime)
+
+    with pytest.raises(CapabilityBindingError, match="custom scope") as caught:
+        await use(runtime, ANN, thread_id)
+
+    assert caught.value.ids == ("box",)
+    assert repr(returned) in str(caught.value)
+    assert boxes.acquire_inputs == []
+
+
+async def test_a_custom_scope_that_raises_is_reported_as_a_binding_error_naming_it() -> None:
+    def broken(s: CapabilityScopeInput) -> str:
+        raise KeyError("tenant")
+
+    boxes = RecordingBinding(box, scope=broken)
+    runtime = build_runtime(command_agent(), boxes)
+    thread_id = await new_thread(runtime)
+
+    with pytest.raises(CapabilityBindingError, match="custom scope") as caught:
+        await use(runtime, ANN, thread_id)
+
+    assert caught.value.ids == ("box",)
+    assert isinstance(caught.value.__cause__, KeyError)
+
+
+async def test_a_tool_whose_custom_scope_fails_gets_a_model_facing_error() -> None:
+    boxes = RecordingBinding(box, scope=lambda s: "")
+    model = ScriptedModel([tool_call("use"), text("ok")])
+    agent = build_agent(tools={"use": use_tool(box)})
+    events = Events()
+    runtime = build_runtime(agent, boxes, model=model, on_runtime_error=events)
+    thread_id = await new_thread(runtime)
+
+    result = await runtime.admin(identity=ANN).thread(thread_id).send("go")
+
+    [tool_result] = of_role(result.messages, "tool")
+    assert tool_result.is_error
+    assert "custom scope" in tool_result.content
+    assert [e.source for e in events.received] == ["capability"]
+
+
+# -- the key options --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("returned", ["", 42, None], ids=["empty", "int", "none"])
+def test_a_scope_key_option_returning_no_usable_key_raises_naming_scope_key(
+    returned: object,
+) -> None:
+    runtime = build_runtime(command_agent(), RecordingBinding(box))
+    runtime._scope_key = lambda identity: returned  # pyright: ignore[reportPrivateUsage]
+
+    with pytest.raises(CapabilityBindingError, match="scope_key"):
+        runtime.admin(identity=ANN)
+
+
+@pytest.mark.parametrize("returned", ["", 42], ids=["empty", "int"])
+def test_a_user_key_option_returning_a_non_string_or_empty_raises_naming_user_key(
+    returned: object,
+) -> None:
+    runtime = build_runtime(
+        command_agent(),
+        RecordingBinding(box),
+        user_key=lambda who: returned,  # type: ignore[arg-type, return-value]
+    )
+
+    with pytest.raises(CapabilityBindingError, match="user_key") as caught:
+        runtime.admin(identity=ANN)
+
+    assert repr(returned) in str(caught.value)
+
+
+# -- the rootThread walk ----------------------------------------------------------------------
+
+NON_WALKING = ["thread", "user", "scope", "global"]
+
+
+@pytest.mark.parametrize("scope", NON_WALKING)
+async def test_operations_of_other_scopes_read_only_their_own_thread_at_depth_five(
+    scope: Any,
+) -> None:
+    storage = InMemoryStorage()
+    ids = await chain(storage, 5)
+    boxes = RecordingBinding(box, scope=scope)
+    roots = RecordingBinding(root_box, scope="rootThread")  # bound, but not used below
+    runtime = build_runtime(command_agent("use_root"), boxes, roots, storage=storage)
+    storage.reads = 0
+
+    await use(runtime, ANN, ids[-1])
+
+    assert storage.reads == 1
+    assert [i.root_thread_id for i in boxes.acquire_inputs] == [None]
+
+
+async def test_a_root_thread_operation_walks_each_ancestor_once_and_never_again() -> None:
+    storage = InMemoryStorage()
+    ids = await chain(storage, 5)
+    roots = RecordingBinding(root_box, scope="rootThread")
+    runtime = build_runtime(build_agent(commands={"use": use_command(root_box)}), roots, storage=storage)
+
+    storage.reads = 0
+    await use(runtime, ANN, ids[-1])
+    assert storage.reads == 1 + 5  # the thread itself, then d4 .. d0
+
+    storage.reads = 0
+    await use(runtime, ANN, ids[-1])
+    await use(runtime, ANN, ids[2])  # an ancestor the walk passed through
+    assert storage.reads == 2  # each operation reads only its own thread
+
+
+async def test_a_custom_scope_operation_walks_to_the_root_too() -> None:
+    storage = InMemoryStorage()
+    ids = await chain(storage, 5)
+    boxes = RecordingBinding(box, scope=lambda s: s.root_thread_id)
+    runtime = build_runtime(command_agent(), boxes, storage=storage)
+    storage.reads = 0
+
+    await use(runtime, ANN, ids[-1])
+
+    assert storage.reads == 1 + 5
+    assert boxes.keys == ["d0"]
+
+
+async def test_threads_the_runtime_delegates_know_their_root_without_a_walk() -> None:
+    storage = InMemoryStorage()
+    roots = RecordingBinding(box, scope="rootThread")
+    runtime = build_runtime(delegating_agents(3, box), roots, storage=storage)
+    top = await new_thread(runtime)
+    storage.reads = 0
+
+    await runtime.admin(identity=ANN).thread(top).send("go")
+
+    assert storage.reads == 1  # the top-level thread, read once when the run starts
+    assert len(roots.acquire_inputs) == 4
