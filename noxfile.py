@@ -1,4 +1,4 @@
-"""Project automation. `uv run nox` runs lint, typecheck and every package's tests.
+"""Project automation. `uv run nox` runs lint, typecheck, every package's tests and the examples.
 
 Each package's tests run in an environment of their own holding only that package, the workspace
 packages it depends on, and its `test` dependency group, so an undeclared import fails there.
@@ -13,7 +13,7 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.sessions = ["lint", "typecheck", "tests", "examples"]
 nox.options.error_on_external_run = True
 
 ROOT = Path(__file__).parent
@@ -97,6 +97,15 @@ def typecheck(session: nox.Session) -> None:
             module,
             "--ignoreexternal",
         )
+
+
+@nox.session(python=PYTHON)
+def examples(session: nox.Session) -> None:
+    """Every runnable example, start to finish (the README's main job among them)."""
+    editable = [arg for folder in PACKAGES.values() for arg in ("-e", f"packages/{folder}")]
+    session.install(*editable)
+    for script in sorted((ROOT / "examples").glob("*.py")):
+        session.run("python", str(script))
 
 
 @nox.session(python=PYTHON)

@@ -176,6 +176,11 @@ class RecordingBinding:
             raise RuntimeError(f"close of {self.capability.id} broke")
 
 
+def local_name(token: Capability[Box]) -> str:
+    """The operation-local name a helper operation declares ``token`` under."""
+    return token.id.replace(".", "_").replace("-", "_")
+
+
 def record(*recorders: RecordingBinding) -> dict[str, CapabilityBinding[object]]:
     """The ``capabilities=`` record binding each recorder under its capability id."""
     return {r.id: r.binding for r in recorders}
@@ -195,7 +200,7 @@ def use_tool(
         id=id,
         description="use the boxes",
         input_schema=NoInput,
-        capabilities={t.id.replace(".", "_"): t for t in tokens},
+        capabilities={local_name(t): t for t in tokens},
         execute=execute,
     )
 
@@ -210,7 +215,7 @@ def declare_tool(*tokens: Capability[Box], id: str = "declareBox") -> Tool[NoInp
         id=id,
         description="declare the boxes, use none",
         input_schema=NoInput,
-        capabilities={t.id.replace(".", "_"): t for t in tokens},
+        capabilities={local_name(t): t for t in tokens},
         execute=execute,
     )
 
@@ -222,7 +227,7 @@ def use_command(*tokens: Capability[Box]) -> Command[NoInput, list[str]]:
         return [await ctx.capabilities[t].use() for t in tokens]
 
     return define_command(
-        input=NoInput, capabilities={t.id.replace(".", "_"): t for t in tokens}, run=run
+        input=NoInput, capabilities={local_name(t): t for t in tokens}, run=run
     )
 
 

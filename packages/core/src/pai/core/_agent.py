@@ -117,6 +117,11 @@ def define_agent(
         raise DefinitionError(
             f"agent {name!r}: max_steps must be a positive int, got {max_steps!r}"
         )
+    if isinstance(model, type):  # a class passes the Protocol check (it has .request): catch it
+        raise DefinitionError(
+            f"agent {name!r}: model {model!r} is a class; pass an instance, "
+            f"e.g. model={model.__name__}(...)"
+        )
     if model is not None and not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise DefinitionError(
             f"agent {name!r}: model {model!r} has no async request(ModelRequest) method; "

@@ -8,7 +8,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
+from types import GeneratorType, TracebackType
 from typing import Any, Literal, Self, TypeVar, cast
 
 import anyio
@@ -92,16 +92,24 @@ class _Caller:
     user_key: str | None
 
 
+def _is_awaitable(value: object) -> bool:
+    # A class-level lookup is several times cheaper than inspect.isawaitable's ABC check, and this
+    # runs on every acquire; generator-based coroutines still go through inspect.
+    return hasattr(type(value), "__await__") or (
+        isinstance(value, GeneratorType) and inspect.isawaitable(cast(object, value))
+    )
+
+
 def maybe_await(value: T | Awaitable[T]) -> Awaitable[T] | None:
     """``value`` if it is awaitable, else ``None``."""
-    return value if inspect.isawaitable(value) else None
+    return cast("Awaitable[T]", value) if _is_awaitable(value) else None
 
 
 async def resolve(value: T | Awaitable[T]) -> T:
     """Await ``value`` if it is awaitable; return it otherwise."""
-    if inspect.isawaitable(value):
-        return await value
-    return value
+    if _is_awaitable(value):
+        return await cast("Awaitable[T]", value)
+    return cast("T", value)
 
 
 def tool_output_text(output: object) -> str:
@@ -176,7 +184,9 @@ def validate_binding_record(
                     cap_id,
                     f"{cap_id!r} is bound to a binding whose facade is "
                     f"{facade_name(binding.capability.facade)}, but the agent's operations need "
-                    f"{facade_name(requirement.capability.facade)}",
+                    f"{facade_name(requirement.capability.facade)}; bind a binding made with "
+                    f"the token the operations declare (or one whose facade is a subclass of "
+                    f"{facade_name(requirement.capability.facade)})",
                 )
             )
         else:
@@ -221,10 +231,6 @@ class AgentRuntime:
         self._work = ActiveWork()
         self._roots = RootCache()
         self._agents_by_name = _index_agents(agent)
-        # Only rootThread and custom scopes need the root; the walk never runs otherwise.
-        self._needs_root = any(
-            b.scope == "rootThread" or callable(b.scope) for b in bindings.values()
-        )
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -422,25 +428,32 @@ class AgentRuntime:
     ) -> Capabilities:
         if not declared:
             return EMPTY_CAPABILITIES
+        bindings = {token.id: self.bindings[token.id] for token in declared.values()}
         root_id: str | None = None
-        if self._needs_root:
+        # Only rootThread and custom scopes need the root: the walk runs only when one of this
+        # operation's bindings has such a scope.
+        if any(_walks_to_root(binding) for binding in bindings.values()):
             root_id = await self._root_of(thread)
+        # Derive every key before acquiring any, so a key that cannot be derived fails the
+        # operation before any binding has been asked for a facade.
+        inputs = [
+            (cap_id, binding, self._acquire_input(binding, cap_id, thread, root_id, caller))
+            for cap_id, binding in bindings.items()
+        ]
         pending: list[tuple[str, Awaitable[object]]] = []
         by_id: dict[str, object] = {}
         failures: list[tuple[str, BaseException]] = []
-        for token in declared.values():
-            binding = self.bindings[token.id]
-            acquire_input = self._acquire_input(binding, token.id, thread, root_id, caller)
+        for cap_id, binding, acquire_input in inputs:
             try:
                 facade = binding.acquire(acquire_input)
             except Exception as error:
-                failures.append((token.id, error))
+                failures.append((cap_id, error))
                 continue
             awaitable = maybe_await(facade)
             if awaitable is None:
-                by_id[token.id] = facade
+                by_id[cap_id] = facade
             else:
-                pending.append((token.id, awaitable))
+                pending.append((cap_id, awaitable))
         if len(pending) == 1:
             cap_id, awaitable = pending[0]
             try:
@@ -480,15 +493,22 @@ class AgentRuntime:
         label: ScopeLabel
         if callable(scope):
             assert root_id is not None
-            raw = scope(
-                CapabilityScopeInput(
-                    thread_id=thread.id,
-                    root_thread_id=root_id,
-                    scope_key=caller.scope_key,
-                    user_key=caller.user_key,
-                    identity=caller.identity,
+            try:
+                raw = scope(
+                    CapabilityScopeInput(
+                        thread_id=thread.id,
+                        root_thread_id=root_id,
+                        scope_key=caller.scope_key,
+                        user_key=caller.user_key,
+                        identity=caller.identity,
+                    )
                 )
-            )
+            except Exception as error:
+                raise CapabilityBindingError(
+                    f"the custom scope of capability {cap_id!r} raised {error!r}; a scope "
+                    "function must return a non-empty string key",
+                    ids=[cap_id],
+                ) from error
             if not isinstance(raw, str) or not raw:  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise CapabilityBindingError(
                     f"the custom scope of capability {cap_id!r} returned {raw!r}; a scope "
@@ -790,6 +810,11 @@ async def execute_tool(
         tool_call_id=ctx.tool_call_id, tool_name=name, content=content, output=jsonable
     )
     return result, output
+
+
+def _walks_to_root(binding: CapabilityBinding[object]) -> bool:
+    """Whether deriving this binding's key needs the thread's root (rootThread, custom)."""
+    return binding.scope == "rootThread" or callable(binding.scope)
 
 
 def _is_external(agent: Agent, name: str) -> bool:

@@ -16,7 +16,6 @@ alphabet ``[a-z0-9._-]`` is safe as a Docker label value, an E2B metadata value 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -60,14 +59,16 @@ _KIND_TAGS: dict[ScopeKind, str] = {
     "scope": "scope",
     "global": "global",
 }
-_PLAIN = re.compile(r"[a-z0-9-]*")
-_KEEP = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-")
-_ESCAPES = tuple(chr(b) if b in _KEEP else f"_{b:02x}" for b in range(256))
+_KEPT = "abcdefghijklmnopqrstuvwxyz0123456789-"
+_ESCAPES = tuple(chr(b) if chr(b) in _KEPT else f"_{b:02x}" for b in range(256))
+_PREFIXES: dict[ScopeKind, str] = {kind: f"pai1.{tag}." for kind, tag in _KIND_TAGS.items()}
 
 
 def encode_key_part(value: str) -> str:
     """Encode one identity string into the key alphabet ``[a-z0-9_-]`` (injective)."""
-    if _PLAIN.fullmatch(value):
+    # Fast path: a string made only of kept characters is its own encoding. (strip() with the
+    # kept set leaves nothing exactly when every character is kept.)
+    if not value.strip(_KEPT):
         return value
     return "".join([_ESCAPES[b] for b in value.encode("utf-8", "surrogatepass")])
 
@@ -84,8 +85,10 @@ def instance_key(capability_id: str, kind: ScopeKind, parts: tuple[str, ...]) ->
         >>> instance_key("sandbox", "thread", ("acme", "t-1"))
         'pai1.thread.sandbox.acme.t-1'
     """
-    encoded = ".".join([encode_key_part(p) for p in (capability_id, *parts)])
-    return f"pai1.{_KIND_TAGS[kind]}.{encoded}"
+    key = _PREFIXES[kind] + encode_key_part(capability_id)
+    for part in parts:
+        key += "." + encode_key_part(part)
+    return key
 
 
 def is_scope(value: object) -> bool:
