@@ -25,6 +25,7 @@ from pai.core import (
     Requirement,
     Tool,
     ToolContext,
+    UndeclaredCapabilityError,
     define_agent,
     define_capability,
     define_command,
@@ -558,10 +559,11 @@ def test_a_tool_execute_reads_its_facades_from_ctx_capabilities() -> None:
 def test_an_undeclared_token_is_a_key_error_listing_what_was_declared() -> None:
     caps = capabilities_for({"box": sandbox}, {"sandbox": FakeSandbox()})
 
-    with pytest.raises(KeyError) as caught:
+    with pytest.raises(UndeclaredCapabilityError) as caught:
         _ = caps[vault]
 
-    message = caught.value.args[0]
+    assert isinstance(caught.value, KeyError)
+    message = str(caught.value)
     assert "capability 'acme.vault' was not declared" in message
     assert "capabilities={...}" in message
     assert "declared: ['sandbox']" in message

@@ -28,6 +28,7 @@ from pai.core._errors import ThreadDeletedError as ThreadDeletedError
 from pai.core._errors import ThreadExistsError as ThreadExistsError
 from pai.core._errors import ThreadNotFoundError as ThreadNotFoundError
 from pai.core._errors import ToolCapabilitiesError as ToolCapabilitiesError
+from pai.core._errors import UndeclaredCapabilityError as UndeclaredCapabilityError
 from pai.core._errors import UnknownCommandError as UnknownCommandError
 from pai.core._errors import UserError as UserError
 from pai.core._lifecycle import OnRuntimeError as OnRuntimeError
@@ -120,6 +121,7 @@ __all__ = [
     "ToolContext",
     "ToolResultMessage",
     "ToolSpec",
+    "UndeclaredCapabilityError",
     "UnknownAgentError",
     "UnknownCommandError",
     "UserError",

@@ -6,6 +6,7 @@
     │   │   └── CapabilityConflictError      (one id, two facade types)
     │   ├── CapabilityBindingError     (ValueError: a binding record or a key option is wrong)
     │   ├── UnknownCommandError        (LookupError: no command of that name)
+    │   ├── UndeclaredCapabilityError  (KeyError: ctx.capabilities[token] for an undeclared token)
     │   ├── CommandInputError          (ValueError: command input fails its schema)
     │   └── ToolCapabilitiesError      (TypeError: run_tool given the wrong capabilities)
     ├── ThreadNotFoundError            (LookupError: no thread with that id in this scope)
@@ -63,6 +64,13 @@ class UnknownCommandError(UserError, LookupError):
         self.known: tuple[str, ...] = tuple(sorted(known))
 
     def __str__(self) -> str:  # LookupError would otherwise quote the whole message
+        return str(self.args[0])
+
+
+class UndeclaredCapabilityError(UserError, KeyError):
+    """``ctx.capabilities[token]`` names a capability the operation did not declare."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the whole message
         return str(self.args[0])
 
 

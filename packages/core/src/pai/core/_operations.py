@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar, final, overload
 from pydantic import BaseModel
 
 from pai.core._capability import Capability
-from pai.core._errors import DefinitionError
+from pai.core._errors import DefinitionError, UndeclaredCapabilityError
 
 F = TypeVar("F")
 InputT = TypeVar("InputT", bound=BaseModel)
@@ -38,7 +38,7 @@ class Capabilities:
         try:
             facade = self._by_id[token.id]
         except KeyError:
-            raise KeyError(
+            raise UndeclaredCapabilityError(
                 f"capability {token.id!r} was not declared by this operation; add it to the "
                 f"operation's capabilities={{...}} (declared: {sorted(self._by_id) or 'none'})"
             ) from None
