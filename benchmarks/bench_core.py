@@ -22,7 +22,9 @@ from pydantic import BaseModel
 
 from pai.core import (
     AcquireInput,
+    AgentRuntime,
     CapabilityBinding,
+    CapabilityScope,
     CapabilityScopeInput,
     InMemoryStorage,
     ThreadRecord,
@@ -55,15 +57,16 @@ def _facade(input: AcquireInput) -> Facade:
     return Facade(input.key)
 
 
-def _runtime(n_capabilities: int, storage: InMemoryStorage, scope: str = "thread"):  # noqa: ANN202
+def _runtime(
+    n_capabilities: int, storage: InMemoryStorage, scope: CapabilityScope = "thread"
+) -> AgentRuntime:
     tokens = [define_capability(Facade, id=f"bench{i}") for i in range(n_capabilities)]
     command = define_command(
         input=NoInput, capabilities={f"c{i}": t for i, t in enumerate(tokens)}, run=lambda ctx: None
     )
     agent = define_agent(name="bench", commands={"op": command})
     bindings: dict[str, CapabilityBinding[object]] = {
-        t.id: create_capability_binding(capability=t, acquire=_facade, scope=scope)  # type: ignore[arg-type]
-        for t in tokens
+        t.id: create_capability_binding(capability=t, acquire=_facade, scope=scope) for t in tokens
     }
     return create_agent_runtime(
         agent=agent, storage=storage, scope_key=lambda _: "acme", capabilities=bindings
