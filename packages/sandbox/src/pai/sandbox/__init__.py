@@ -1,0 +1,86 @@
+"""PAI sandbox capability: one ``Sandbox`` facade over every provider.
+
+Declare ``capabilities={"sandbox": sandbox}`` on a tool; bind
+``sandbox_capability(provider=...)`` at the runtime; pick a provider package (in-memory, Docker,
+E2B) that implements :class:`SandboxProvider`.
+"""
+
+from pai.sandbox._capability import SandboxService as SandboxService
+from pai.sandbox._capability import create_sandbox_service as create_sandbox_service
+from pai.sandbox._capability import sandbox as sandbox
+from pai.sandbox._capability import sandbox_capability as sandbox_capability
+from pai.sandbox._errors import SandboxClosedError as SandboxClosedError
+from pai.sandbox._errors import SandboxDirectoryNotEmptyError as SandboxDirectoryNotEmptyError
+from pai.sandbox._errors import SandboxError as SandboxError
+from pai.sandbox._errors import SandboxFileExistsError as SandboxFileExistsError
+from pai.sandbox._errors import SandboxFileNotFoundError as SandboxFileNotFoundError
+from pai.sandbox._errors import SandboxInputError as SandboxInputError
+from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryError
+from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
+from pai.sandbox._errors import SandboxPathError as SandboxPathError
+from pai.sandbox._errors import SandboxProviderError as SandboxProviderError
+from pai.sandbox._errors import SandboxVanishedError as SandboxVanishedError
+from pai.sandbox._errors import SeedPathError as SeedPathError
+from pai.sandbox._paths import RESERVED as RESERVED
+from pai.sandbox._paths import WORKSPACE as WORKSPACE
+from pai.sandbox._paths import check_seed as check_seed
+from pai.sandbox._paths import resolve_path as resolve_path
+from pai.sandbox._provider import OutputCallback as OutputCallback
+from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
+from pai.sandbox._provider import SandboxInstance as SandboxInstance
+from pai.sandbox._provider import SandboxProvider as SandboxProvider
+from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
+from pai.sandbox._sandbox import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from pai.sandbox._sandbox import Sandbox as Sandbox
+from pai.sandbox._sandbox import create_sandbox as create_sandbox
+from pai.sandbox._session import SandboxHandle as SandboxHandle
+from pai.sandbox._session import SandboxSessionManager as SandboxSessionManager
+from pai.sandbox._session import create_sandbox_session_manager as create_sandbox_session_manager
+from pai.sandbox._types import CommandResult as CommandResult
+from pai.sandbox._types import DirEntry as DirEntry
+from pai.sandbox._types import EntryType as EntryType
+from pai.sandbox._types import FileWrite as FileWrite
+from pai.sandbox._types import InstanceInfo as InstanceInfo
+from pai.sandbox._types import RawCommandResult as RawCommandResult
+from pai.sandbox._types import SeedFile as SeedFile
+
+__all__ = [
+    "DEFAULT_OUTPUT_LIMIT",
+    "DEFAULT_TIMEOUT",
+    "RESERVED",
+    "WORKSPACE",
+    "CommandResult",
+    "DirEntry",
+    "EntryType",
+    "FileWrite",
+    "InstanceInfo",
+    "OutputCallback",
+    "ProviderFeatures",
+    "RawCommandResult",
+    "Sandbox",
+    "SandboxClosedError",
+    "SandboxDirectoryNotEmptyError",
+    "SandboxError",
+    "SandboxFileExistsError",
+    "SandboxFileNotFoundError",
+    "SandboxHandle",
+    "SandboxInputError",
+    "SandboxInstance",
+    "SandboxIsADirectoryError",
+    "SandboxNotADirectoryError",
+    "SandboxPathError",
+    "SandboxProvider",
+    "SandboxProviderError",
+    "SandboxService",
+    "SandboxSessionManager",
+    "SandboxVanishedError",
+    "SeedFile",
+    "SeedPathError",
+    "check_seed",
+    "create_sandbox",
+    "create_sandbox_service",
+    "create_sandbox_session_manager",
+    "resolve_path",
+    "sandbox",
+    "sandbox_capability",
+]

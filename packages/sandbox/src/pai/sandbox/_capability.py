@@ -1,0 +1,175 @@
+"""The ``sandbox`` capability token, its binding factory and the sandbox service."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pai.core import (
+    AcquireInput,
+    CapabilityBinding,
+    CapabilityBindingError,
+    CapabilityScope,
+    CapabilityScopeInput,
+    DisposeInput,
+    create_capability_binding,
+    define_capability,
+    instance_key,
+)
+from pai.sandbox._provider import SandboxProvider
+from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, Sandbox
+from pai.sandbox._session import SandboxSessionManager
+from pai.sandbox._types import SeedFile
+
+sandbox = define_capability(
+    Sandbox, id="sandbox", description="Command and filesystem execution environment."
+)
+"""The sandbox capability token: declare ``capabilities={"sandbox": sandbox}`` on an operation."""
+
+
+class SandboxService:
+    """Sandboxes of one provider and scope, for the runtime and for work outside operations.
+
+    ``binding`` is what you register with the runtime; :meth:`acquire` gives the same facade an
+    operation would get, for pipeline work such as staging attachments before a model run.
+    Make one with :func:`create_sandbox_service`.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: SandboxProvider,
+        scope: CapabilityScope,
+        seed: Iterable[SeedFile],
+        default_timeout: float | None,
+        output_limit: int,
+    ) -> None:
+        self.sessions = SandboxSessionManager(provider, seed=seed)
+        self.scope: CapabilityScope = scope
+        self._default_timeout = default_timeout
+        self._output_limit = output_limit
+        self.binding: CapabilityBinding[Sandbox] = create_capability_binding(
+            capability=sandbox,
+            scope=scope,
+            acquire=self._acquire,
+            dispose=self._dispose,
+            close=self.sessions.aclose,
+        )
+
+    def sandbox_for_key(self, key: str) -> Sandbox:
+        """The facade for an instance key (lazy: nothing is provisioned until it is used)."""
+        return Sandbox(
+            self.sessions.handle(key),
+            default_timeout=self._default_timeout,
+            output_limit=self._output_limit,
+        )
+
+    def _acquire(self, input: AcquireInput) -> Sandbox:
+        return self.sandbox_for_key(input.key)
+
+    async def _dispose(self, input: DisposeInput) -> None:
+        await self.sessions.dispose(input.key)
+
+    def acquire(
+        self,
+        *,
+        scope_key: str,
+        thread_id: str,
+        root_thread_id: str | None = None,
+        user_key: str | None = None,
+        identity: object = None,
+    ) -> Sandbox:
+        """The facade an operation in ``thread_id`` of ``scope_key`` would receive.
+
+        For ``"rootThread"`` and custom scopes pass ``root_thread_id`` (it defaults to
+        ``thread_id``, right for a top-level thread); for ``"user"`` scope pass ``user_key``.
+
+        Example::
+
+            workspace = sandboxes.acquire(scope_key="acme", thread_id=thread.id)
+            await workspace.write_file("attachments/report.pdf", pdf_bytes)
+        """
+        root = root_thread_id if root_thread_id is not None else thread_id
+        scope = self.scope
+        if callable(scope):
+            key = scope(CapabilityScopeInput(thread_id, root, scope_key, user_key, identity))
+        elif scope == "thread":
+            key = instance_key(sandbox.id, scope, (scope_key, thread_id))
+        elif scope == "rootThread":
+            key = instance_key(sandbox.id, scope, (scope_key, root))
+        elif scope == "user":
+            if not user_key:
+                raise CapabilityBindingError(
+                    "this sandbox service has scope 'user'; pass acquire(user_key=...)",
+                    ids=[sandbox.id],
+                )
+            key = instance_key(sandbox.id, scope, (scope_key, user_key))
+        elif scope == "scope":
+            key = instance_key(sandbox.id, scope, (scope_key,))
+        else:
+            key = instance_key(sandbox.id, scope, ())
+        return self.sandbox_for_key(key)
+
+
+def create_sandbox_service(
+    *,
+    provider: SandboxProvider,
+    scope: CapabilityScope = "thread",
+    seed: Iterable[SeedFile] = (),
+    default_timeout: float | None = DEFAULT_TIMEOUT,
+    output_limit: int = DEFAULT_OUTPUT_LIMIT,
+) -> SandboxService:
+    """Sandboxes for the runtime (``.binding``) and for pipeline work (``.acquire(...)``).
+
+    Example::
+
+        sandboxes = create_sandbox_service(provider=provider, scope="thread")
+        runtime = create_agent_runtime(
+            agent=agent, scope_key=..., capabilities={"sandbox": sandboxes.binding}
+        )
+        workspace = sandboxes.acquire(scope_key="acme", thread_id=thread_id)
+    """
+    if not isinstance(provider, SandboxProvider):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise CapabilityBindingError(
+            f"provider {provider!r} does not implement the SandboxProvider protocol; pass a "
+            "provider such as create_in_memory_sandbox_provider()",
+            ids=[sandbox.id],
+        )
+    return SandboxService(
+        provider=provider,
+        scope=scope,
+        seed=seed,
+        default_timeout=default_timeout,
+        output_limit=output_limit,
+    )
+
+
+def sandbox_capability(
+    *,
+    provider: SandboxProvider,
+    scope: CapabilityScope = "thread",
+    seed: Iterable[SeedFile] = (),
+    default_timeout: float | None = DEFAULT_TIMEOUT,
+    output_limit: int = DEFAULT_OUTPUT_LIMIT,
+) -> CapabilityBinding[Sandbox]:
+    """The sandbox binding for a runtime: ``capabilities={"sandbox": sandbox_capability(...)}``.
+
+    ``scope`` picks which operations share a sandbox (default: one per thread). ``seed`` files are
+    written into every new sandbox and after every re-creation; their paths are checked here,
+    before any I/O. Thread deletion destroys thread-scoped sandboxes; runtime close keeps them.
+
+    Example::
+
+        capabilities={
+            "sandbox": sandbox_capability(
+                provider=create_in_memory_sandbox_provider(),
+                seed=[SeedFile("/workspace/README.md", "# Project\\n")],
+            )
+        }
+    """
+    return create_sandbox_service(
+        provider=provider,
+        scope=scope,
+        seed=seed,
+        default_timeout=default_timeout,
+        output_limit=output_limit,
+    ).binding

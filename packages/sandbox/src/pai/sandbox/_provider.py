@@ -1,0 +1,150 @@
+"""The provider protocol: what every sandbox backend implements.
+
+A provider owns the *deployment* side (create, find, destroy, list instances by key); each
+instance it returns owns the *runtime* side (commands and files). The :class:`~pai.sandbox.Sandbox`
+facade builds everything else on top once: path checks, decoding, reconnect after an instance
+vanished, seed files, results. Run :mod:`pai.sandbox.testing`'s conformance suite against your
+provider's real backend.
+
+Contract
+--------
+Provider:
+
+- ``create(key)`` makes a new, empty instance for ``key`` with ``/workspace`` as an existing, empty,
+  writable folder and the working directory of commands. Two live instances never share a key; if
+  one exists for ``key`` already, ``create`` replaces it.
+- ``find(key)`` returns the live instance for ``key`` or ``None``. Compare keys exactly; never parse
+  them. Where the backend keeps state outside this process (``features.cross_process``), a fresh
+  provider object in another process finds instances created by this one.
+- ``destroy(key)`` removes the instance and its state; destroying a missing key does nothing.
+- ``list_instances()`` lists what this provider (its namespace) owns, with key and creation time.
+- ``aclose()`` releases local resources (clients, threads). It never destroys instances.
+
+Instance (every method may raise :class:`~pai.sandbox.SandboxVanishedError` when the backend
+instance is gone; the facade then re-creates it):
+
+- ``run(command, ...)`` runs ``command`` with ``sh -c`` semantics (bash where available) in ``cwd``
+  with ``env`` added and ``stdin`` fed; returns exit code and both streams, each capped at
+  ``output_limit`` bytes *while streaming* (the host never holds more), with ``truncated`` set
+  when a cap was hit. At ``timeout`` seconds the command and everything it started are killed
+  inside the sandbox and ``timed_out`` is set. ``on_stdout`` / ``on_stderr`` receive chunks as
+  they arrive (only the capped part).
+- ``read_file(path) -> bytes``; ``write_files(files)`` writes all files in order, creating parent
+  folders, in one round trip where the backend allows; ``list_dir``, ``remove``, ``make_dir``,
+  ``exists``. Paths arrive absolute and normalized. Failures raise the matching
+  ``Sandbox*Error`` (``SandboxFileNotFoundError``, ``SandboxIsADirectoryError``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from pai.sandbox._types import DirEntry, FileWrite, InstanceInfo, RawCommandResult
+
+OutputCallback = Callable[[bytes], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderFeatures:
+    """What a backend can do; the conformance suite skips (with this reason) what it cannot.
+
+    ``cross_process``: instances live outside this process and ``find`` works from a fresh
+    provider object in another process. ``durable``: instances survive ``aclose()`` of the
+    provider (and of the runtime). ``processes``: commands run as OS processes, so a timeout is
+    checked by looking for survivors.
+    """
+
+    cross_process: bool
+    durable: bool
+    processes: bool
+
+
+@runtime_checkable
+class SandboxInstance(Protocol):
+    """One live sandbox: the per-instance operations the facade needs."""
+
+    @property
+    def key(self) -> str:
+        """The instance key this instance was created for."""
+        ...
+
+    @property
+    def instance_id(self) -> str:
+        """The backend's id of this incarnation (a re-created instance gets a new one)."""
+        ...
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        stdin: bytes | None,
+        timeout: float | None,
+        output_limit: int,
+        on_stdout: OutputCallback | None = None,
+        on_stderr: OutputCallback | None = None,
+    ) -> RawCommandResult:
+        """Run ``command`` in a shell; see the module contract."""
+        ...
+
+    async def read_file(self, path: str) -> bytes:
+        """The file's bytes."""
+        ...
+
+    async def write_files(self, files: Sequence[FileWrite]) -> None:
+        """Write every file, in order, creating parent folders."""
+        ...
+
+    async def list_dir(self, path: str) -> Sequence[DirEntry]:
+        """The folder's entries, sorted by name."""
+        ...
+
+    async def remove(self, path: str, *, recursive: bool) -> None:
+        """Remove a file, or a folder (non-empty ones only with ``recursive``)."""
+        ...
+
+    async def make_dir(self, path: str, *, parents: bool) -> None:
+        """Make a folder; with ``parents``, also its parents, and accept an existing folder."""
+        ...
+
+    async def exists(self, path: str) -> bool:
+        """Whether anything exists at ``path``."""
+        ...
+
+
+@runtime_checkable
+class SandboxProvider(Protocol):
+    """A sandbox backend: creates, finds and destroys instances by key."""
+
+    @property
+    def name(self) -> str:
+        """The provider's registered name (``"inmemory"``, ``"docker"``, ...)."""
+        ...
+
+    @property
+    def features(self) -> ProviderFeatures:
+        """What this backend supports."""
+        ...
+
+    async def create(self, key: str) -> SandboxInstance:
+        """A new, empty instance for ``key`` (replacing any existing one)."""
+        ...
+
+    async def find(self, key: str) -> SandboxInstance | None:
+        """The live instance for ``key``, or ``None``."""
+        ...
+
+    async def destroy(self, key: str) -> None:
+        """Remove the instance for ``key``; a missing key is not an error."""
+        ...
+
+    async def list_instances(self) -> Sequence[InstanceInfo]:
+        """Every instance this provider owns."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release local resources; never destroys instances."""
+        ...

@@ -1,0 +1,142 @@
+"""The session manager: one instance per key, provisioned lazily, exactly once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import anyio
+
+from pai.sandbox._errors import SandboxClosedError
+from pai.sandbox._paths import check_seed
+from pai.sandbox._provider import SandboxInstance, SandboxProvider
+from pai.sandbox._types import SeedFile
+
+
+class SandboxSessionManager:
+    """Maps instance keys to live sandbox instances of one provider.
+
+    The first use of a key finds its instance (also one made by another process, where the provider
+    supports that) or creates it and writes the seed files; concurrent first uses of one key share
+    that single provisioning. Make one with :func:`create_sandbox_session_manager`.
+    """
+
+    def __init__(self, provider: SandboxProvider, *, seed: Iterable[SeedFile] = ()) -> None:
+        self.provider = provider
+        self.seed: tuple[SeedFile, ...] = check_seed(seed)
+        self._instances: dict[str, SandboxInstance] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self._closed = False
+
+    def handle(self, key: str) -> SandboxHandle:
+        """A handle on the instance for ``key``. Cheap: nothing is provisioned until it is used."""
+        return SandboxHandle(self, key)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxClosedError(
+                f"the sandbox session manager of provider {self.provider.name!r} is closed; "
+                "sandboxes cannot be used after the runtime (or manager) was closed"
+            )
+
+    def _lock(self, key: str) -> anyio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        return lock
+
+    async def instance(self, key: str) -> SandboxInstance:
+        """The live instance for ``key``: cached, found, or created with the seed files."""
+        self._check_open()
+        cached = self._instances.get(key)
+        if cached is not None:
+            return cached
+        async with self._lock(key):
+            cached = self._instances.get(key)
+            if cached is not None:
+                return cached
+            found = await self.provider.find(key)
+            instance = found if found is not None else await self._create(key)
+            self._instances[key] = instance
+            return instance
+
+    async def replace(self, key: str, stale: SandboxInstance | None = None) -> SandboxInstance:
+        """A fresh instance for ``key`` with the seed files, replacing ``stale`` (or any).
+
+        When several callers notice one vanished instance at once, the first replaces it and the
+        others get that replacement.
+        """
+        self._check_open()
+        async with self._lock(key):
+            current = self._instances.get(key)
+            if stale is not None and current is not None and current is not stale:
+                return current
+            self._instances.pop(key, None)
+            await self.provider.destroy(key)
+            instance = await self._create(key)
+            self._instances[key] = instance
+            return instance
+
+    async def _create(self, key: str) -> SandboxInstance:
+        instance = await self.provider.create(key)
+        if self.seed:
+            await instance.write_files([seed.to_write() for seed in self.seed])
+        return instance
+
+    def is_provisioned(self, key: str) -> bool:
+        """Whether this manager holds a live instance for ``key`` (no I/O)."""
+        return key in self._instances
+
+    async def dispose(self, key: str) -> None:
+        """Destroy the instance for ``key`` (if any) and forget it."""
+        async with self._lock(key):
+            self._instances.pop(key, None)
+            await self.provider.destroy(key)
+        self._locks.pop(key, None)
+
+    async def aclose(self) -> None:
+        """Forget every instance and close the provider's local resources; instances stay."""
+        if self._closed:
+            return
+        self._closed = True
+        self._instances.clear()
+        self._locks.clear()
+        await self.provider.aclose()
+
+
+class SandboxHandle:
+    """The instance of one key in one session manager."""
+
+    __slots__ = ("key", "manager")
+
+    def __init__(self, manager: SandboxSessionManager, key: str) -> None:
+        self.manager = manager
+        self.key = key
+
+    async def instance(self) -> SandboxInstance:
+        """The live instance (provisioned on first use)."""
+        return await self.manager.instance(self.key)
+
+    async def replace(self, stale: SandboxInstance | None = None) -> SandboxInstance:
+        """Re-create the instance with its seed files (see :meth:`SandboxSessionManager.replace`)."""
+        return await self.manager.replace(self.key, stale)
+
+    async def dispose(self) -> None:
+        """Destroy the instance."""
+        await self.manager.dispose(self.key)
+
+    def __repr__(self) -> str:
+        return f"SandboxHandle({self.key!r}, provider={self.manager.provider.name!r})"
+
+
+def create_sandbox_session_manager(
+    *, provider: SandboxProvider, seed: Iterable[SeedFile] = ()
+) -> SandboxSessionManager:
+    """A session manager over ``provider``; ``seed`` files go into every new instance.
+
+    Example::
+
+        sessions = create_sandbox_session_manager(provider=create_in_memory_sandbox_provider())
+        sandbox = create_sandbox(sessions.handle("t"))
+        assert (await sandbox.run_command("echo hi")).stdout == "hi\\n"
+    """
+    return SandboxSessionManager(provider, seed=seed)
