@@ -226,9 +226,7 @@ def use_command(*tokens: Capability[Box]) -> Command[NoInput, list[str]]:
     async def run(ctx: CommandContext[NoInput]) -> list[str]:
         return [await ctx.capabilities[t].use() for t in tokens]
 
-    return define_command(
-        input=NoInput, capabilities={local_name(t): t for t in tokens}, run=run
-    )
+    return define_command(input=NoInput, capabilities={local_name(t): t for t in tokens}, run=run)
 
 
 def build_agent(

@@ -59,7 +59,9 @@ def test_every_kind_of_problem_is_reported_in_one_error() -> None:
     capabilities: dict[str, object] = {
         # alpha: missing
         "beta": RecordingBinding(alpha).binding,  # a binding made for another id
-        "gamma": create_capability_binding(capability=wrong_facade, acquire=lambda _: OtherFacade()),
+        "gamma": create_capability_binding(
+            capability=wrong_facade, acquire=lambda _: OtherFacade()
+        ),
         "delta": object(),  # not a binding at all
         "extra": RecordingBinding(extra).binding,  # no operation declares it
     }

@@ -15,6 +15,7 @@ from helpers import (
     build_agent,
     build_runtime,
     of_role,
+    record,
     use_command,
     use_tool,
 )
@@ -27,6 +28,7 @@ from pai.core import (
     InMemoryStorage,
     ThreadRecord,
     ToolResultMessage,
+    create_agent_runtime,
     instance_key,
 )
 from pai.core.testing import ScriptedModel, text, tool_call
@@ -412,11 +414,17 @@ async def test_a_tool_whose_custom_scope_fails_gets_a_model_facing_error() -> No
 def test_a_scope_key_option_returning_no_usable_key_raises_naming_scope_key(
     returned: object,
 ) -> None:
-    runtime = build_runtime(command_agent(), RecordingBinding(box))
-    runtime._scope_key = lambda identity: returned  # pyright: ignore[reportPrivateUsage]
+    runtime = create_agent_runtime(
+        agent=command_agent(),
+        storage=InMemoryStorage(),
+        scope_key=lambda identity: returned,  # type: ignore[arg-type, return-value]
+        capabilities=record(RecordingBinding(box)),
+    )
 
-    with pytest.raises(CapabilityBindingError, match="scope_key"):
+    with pytest.raises(CapabilityBindingError, match="scope_key") as caught:
         runtime.admin(identity=ANN)
+
+    assert repr(returned) in str(caught.value)
 
 
 @pytest.mark.parametrize("returned", ["", 42], ids=["empty", "int"])
@@ -461,7 +469,9 @@ async def test_a_root_thread_operation_walks_each_ancestor_once_and_never_again(
     storage = InMemoryStorage()
     ids = await chain(storage, 5)
     roots = RecordingBinding(root_box, scope="rootThread")
-    runtime = build_runtime(build_agent(commands={"use": use_command(root_box)}), roots, storage=storage)
+    runtime = build_runtime(
+        build_agent(commands={"use": use_command(root_box)}), roots, storage=storage
+    )
 
     storage.reads = 0
     await use(runtime, ANN, ids[-1])
