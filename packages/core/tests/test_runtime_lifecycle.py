@@ -272,6 +272,58 @@ async def test_deleting_a_thread_cancels_its_running_command_with_thread_deleted
     assert runtime.active_operations(thread.id) == 0
 
 
+async def test_work_that_turns_the_cancellation_into_another_error_still_reports_the_delete() -> (
+    None
+):
+    started = anyio.Event()
+
+    async def run(ctx: CommandContext[NoInput]) -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            raise RuntimeError("cleanup failed while being cancelled") from None
+        return "unreachable"
+
+    runtime = build_runtime(build_agent(commands={"block": define_command(input=NoInput, run=run)}))
+    thread = await new_thread(runtime)
+    caught: list[BaseException] = []
+
+    async def call() -> None:
+        try:
+            await thread.commands.block({})
+        except Exception as error:
+            caught.append(error)
+
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await started.wait()
+            await thread.delete()
+
+    assert [type(e) for e in caught] == [ThreadDeletedError]
+    assert isinstance(caught[0].__cause__, RuntimeError)
+
+
+async def test_work_that_swallows_the_cancellation_and_returns_still_reports_the_delete() -> None:
+    started = anyio.Event()
+
+    async def run(ctx: CommandContext[NoInput]) -> str:
+        started.set()
+        with anyio.CancelScope() as scope:
+            await anyio.sleep_forever()
+        return "returned anyway" if scope.cancel_called else "unreachable"
+
+    runtime = build_runtime(build_agent(commands={"block": define_command(input=NoInput, run=run)}))
+    thread = await new_thread(runtime)
+
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(raises_thread_deleted, lambda: thread.commands.block({}))
+            await started.wait()
+            await thread.delete()
+
+
 async def test_deleting_a_thread_cancels_its_running_tool_and_the_run_raises_thread_deleted() -> (
     None
 ):

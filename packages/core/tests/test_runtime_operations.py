@@ -715,6 +715,19 @@ async def test_create_pai_builds_one_runtime_per_agent_over_one_storage() -> Non
     await pai.aclose()
 
 
+async def test_an_app_agent_cannot_reach_another_agents_threads_in_the_shared_storage() -> None:
+    pai = two_agent_pai([])
+    boxers_thread = await new_thread(pai.runtime("boxer"))
+
+    trayer = pai.runtime("trayer").admin(identity=ANN)
+    with pytest.raises(ThreadNotFoundError):
+        await trayer.thread(boxers_thread.id).commands.use({})
+    with pytest.raises(ThreadNotFoundError):
+        await trayer.thread(boxers_thread.id).delete()
+    assert await pai.storage.get_thread(boxers_thread.id) is not None
+    await pai.aclose()
+
+
 async def test_create_pai_names_the_registered_agents_for_an_unknown_one() -> None:
     pai = two_agent_pai([])
 

@@ -44,21 +44,36 @@ class ActiveWork:
     def __init__(self) -> None:
         self._by_thread: dict[str, set[_ActiveOperation]] = {}
 
-    async def run(self, thread_id: str, fn: Callable[[], Awaitable[T]]) -> tuple[bool, T | None]:
-        """Run ``fn`` as work of ``thread_id``; return ``(cancelled_by_delete, result)``."""
+    async def run(
+        self,
+        thread_id: str,
+        fn: Callable[[], Awaitable[T]],
+        deleted: Callable[[], Exception],
+    ) -> T:
+        """Run ``fn`` as work of ``thread_id``.
+
+        If the thread is deleted meanwhile, the work is cancelled and ``deleted()`` is raised
+        instead of whatever the work then returned or raised (chained as its cause).
+        """
         operation = _ActiveOperation()
         operations = self._by_thread.setdefault(thread_id, set())
         operations.add(operation)
-        result: T | None = None
+        results: list[T] = []
         try:
             with operation.cancel_scope:
-                result = await fn()
+                results.append(await fn())
+        except Exception as error:
+            if operation.cancel_scope.cancel_called:
+                raise deleted() from error
+            raise
         finally:
             operations.discard(operation)
             if not operations and self._by_thread.get(thread_id) is operations:
                 del self._by_thread[thread_id]
             operation.done.set()
-        return operation.cancel_scope.cancelled_caught, result
+        if operation.cancel_scope.cancel_called:
+            raise deleted()
+        return results[0]
 
     def count(self, thread_id: str) -> int:
         """How many operations run in ``thread_id`` now."""

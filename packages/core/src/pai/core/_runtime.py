@@ -290,7 +290,12 @@ class AgentRuntime:
     async def _get_thread(self, caller: _Caller, thread_id: str) -> ThreadRecord:
         self._check_open()
         thread = await self.storage.get_thread(thread_id)
-        if thread is None or thread.scope_key != caller.scope_key:
+        # A thread of another scope, or of another app agent sharing the storage, is not ours.
+        if (
+            thread is None
+            or thread.scope_key != caller.scope_key
+            or thread.agent_name not in self._agents_by_name
+        ):
             raise ThreadNotFoundError(thread_id, caller.scope_key)
         return thread
 
@@ -413,13 +418,13 @@ class AgentRuntime:
             _log.exception("on_runtime_error raised while handling: %s", event.message)
 
     async def _tracked(self, thread_id: str, fn: Callable[[], Awaitable[T]]) -> T:
-        cancelled, result = await self._work.run(thread_id, fn)
-        if cancelled:
-            raise ThreadDeletedError(
+        def deleted() -> ThreadDeletedError:
+            return ThreadDeletedError(
                 f"thread {thread_id!r} was deleted while this operation ran; its work was "
                 "cancelled. Await deletion before reusing the thread id."
             )
-        return result  # type: ignore[return-value]  # not cancelled, so fn returned
+
+        return await self._work.run(thread_id, fn, deleted)
 
     # -- capabilities -----------------------------------------------------------------------
 
@@ -641,7 +646,7 @@ class AgentRuntime:
         return await self._tracked(thread_id, body)
 
     def _agent_for(self, thread: ThreadRecord) -> Agent:
-        return self._agents_by_name.get(thread.agent_name, self.agent)
+        return self._agents_by_name[thread.agent_name]
 
     async def _loop(
         self, agent: Agent, thread: ThreadRecord, caller: _Caller, staged: list[Message]
