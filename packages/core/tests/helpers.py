@@ -43,7 +43,7 @@ from pai.core import (
     define_command,
     define_tool,
 )
-from pai.core._runtime import resolve
+from pai.core._awaitables import resolve
 
 SCOPE = "acme"
 

@@ -5,6 +5,9 @@ runtime **binds** them and checks the binding record when it is built; operation
 typed facade at ``ctx.capabilities``.
 """
 
+from pai.core._admin import AdminClient as AdminClient
+from pai.core._admin import RunResult as RunResult
+from pai.core._admin import ThreadHandle as ThreadHandle
 from pai.core._agent import Agent as Agent
 from pai.core._agent import InstructionsInput as InstructionsInput
 from pai.core._agent import Requirement as Requirement
@@ -31,6 +34,7 @@ from pai.core._errors import ToolCapabilitiesError as ToolCapabilitiesError
 from pai.core._errors import UndeclaredCapabilityError as UndeclaredCapabilityError
 from pai.core._errors import UnknownCommandError as UnknownCommandError
 from pai.core._errors import UserError as UserError
+from pai.core._execution import DelegateInput as DelegateInput
 from pai.core._lifecycle import OnRuntimeError as OnRuntimeError
 from pai.core._lifecycle import RuntimeErrorEvent as RuntimeErrorEvent
 from pai.core._lifecycle import RuntimeErrorSource as RuntimeErrorSource
@@ -55,11 +59,7 @@ from pai.core._pai import AgentEntry as AgentEntry
 from pai.core._pai import Pai as Pai
 from pai.core._pai import UnknownAgentError as UnknownAgentError
 from pai.core._pai import create_pai as create_pai
-from pai.core._runtime import AdminClient as AdminClient
 from pai.core._runtime import AgentRuntime as AgentRuntime
-from pai.core._runtime import DelegateInput as DelegateInput
-from pai.core._runtime import RunResult as RunResult
-from pai.core._runtime import ThreadHandle as ThreadHandle
 from pai.core._runtime import create_agent_runtime as create_agent_runtime
 from pai.core._scope import CapabilityScope as CapabilityScope
 from pai.core._scope import CapabilityScopeInput as CapabilityScopeInput

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from types import GeneratorType, TracebackType
-from typing import Any, Literal, Self, TypeVar, cast
+from types import TracebackType
+from typing import Any, Self, TypeVar, cast
 
 import anyio
 import pydantic_core
-from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from pai.core._agent import Agent, InstructionsInput, Requirement
+from pai.core._admin import AdminClient, Caller, RunResult
+from pai.core._agent import Agent, InstructionsInput
+from pai.core._awaitables import maybe_await, resolve
 from pai.core._binding import AcquireInput, CapabilityBinding, DisposeInput, ScopeLabel
-from pai.core._capability import Capability, facade_name, same_facade
+from pai.core._capability import Capability
 from pai.core._errors import (
     CapabilityAcquireError,
     CapabilityBindingError,
@@ -29,29 +29,36 @@ from pai.core._errors import (
     ThreadNotFoundError,
     UnknownCommandError,
 )
+from pai.core._execution import (
+    DelegateInput,
+    execute_tool,
+    is_external,
+    pending_calls,
+    tool_output_text,
+    tool_specs,
+    validation_summary,
+)
 from pai.core._lifecycle import (
     ActiveWork,
     OnRuntimeError,
     RootCache,
     RuntimeErrorEvent,
-    RuntimeErrorSource,
 )
 from pai.core._messages import (
-    AssistantMessage,
     ErrorMessage,
     Message,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from pai.core._model import Model, ModelRequest, ToolSpec
+from pai.core._model import Model, ModelRequest
 from pai.core._operations import (
     EMPTY_CAPABILITIES,
     Capabilities,
     CommandContext,
-    Tool,
     ToolContext,
 )
+from pai.core._record import validate_binding_record
 from pai.core._scope import CapabilityScopeInput, ScopeKind, instance_key
 from pai.core._storage import Storage, ThreadRecord
 
@@ -62,143 +69,12 @@ ScopeKeyFn = Callable[[Any], str]
 UserKeyFn = Callable[[Any], "str | None"]
 
 
-class DelegateInput(BaseModel):
-    """Input of the tool that hands a task to a subagent."""
-
-    task: str
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """What one agent run produced.
-
-    ``status`` is ``"completed"`` when the model answered without tool calls, or
-    ``"awaiting_tool_results"`` when it called tools that run outside the runtime (tools defined
-    without ``execute``): answer them with :meth:`ThreadHandle.submit_tool_results`.
-    """
-
-    thread_id: str
-    status: Literal["completed", "awaiting_tool_results"]
-    text: str | None
-    messages: Sequence[Message]
-    steps: int
-    pending_tool_calls: Sequence[ToolCall] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class _Caller:
-    identity: object
-    scope_key: str
-    user_key: str | None
-
-
-def _is_awaitable(value: object) -> bool:
-    # A class-level lookup is several times cheaper than inspect.isawaitable's ABC check, and this
-    # runs on every acquire; generator-based coroutines still go through inspect.
-    return hasattr(type(value), "__await__") or (
-        isinstance(value, GeneratorType) and inspect.isawaitable(cast(object, value))
-    )
-
-
-def maybe_await(value: T | Awaitable[T]) -> Awaitable[T] | None:
-    """``value`` if it is awaitable, else ``None``."""
-    return cast("Awaitable[T]", value) if _is_awaitable(value) else None
-
-
-async def resolve(value: T | Awaitable[T]) -> T:
-    """Await ``value`` if it is awaitable; return it otherwise."""
-    if _is_awaitable(value):
-        return await cast("Awaitable[T]", value)
-    return cast("T", value)
-
-
-def tool_output_text(output: object) -> str:
-    """The model-facing text of a tool's return value."""
-    if isinstance(output, str):
-        return output
-    if isinstance(output, BaseModel):
-        return output.model_dump_json()
-    return pydantic_core.to_json(output).decode()
-
-
-def validation_summary(error: ValidationError) -> str:
-    """One line per failing field: ``path: problem``."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '<input>'}: {e['msg']}" for e in error.errors()
-    )
-
-
 def _check_key(value: object, option: str) -> str:
     if not isinstance(value, str) or not value:
         raise CapabilityBindingError(
             f"{option} returned {value!r}; it must return a non-empty string key"
         )
     return value
-
-
-def validate_binding_record(
-    requirements: Mapping[str, Requirement], capabilities: Mapping[str, object]
-) -> dict[str, CapabilityBinding[object]]:
-    """Check a binding record against an agent's requirements; report every problem at once."""
-    problems: list[tuple[str, str]] = []
-    for cap_id in requirements.keys() - capabilities.keys():
-        declared = ", ".join(requirements[cap_id].declared_by)
-        problems.append(
-            (
-                cap_id,
-                f"{cap_id!r} is not bound (declared by {declared}); add capabilities="
-                f"{{{cap_id!r}: <binding>}}",
-            )
-        )
-    bindings: dict[str, CapabilityBinding[object]] = {}
-    for cap_id, value in capabilities.items():
-        requirement = requirements.get(cap_id)
-        binding = cast("CapabilityBinding[object]", value)
-        if requirement is None:
-            problems.append(
-                (
-                    cap_id,
-                    f"{cap_id!r} is bound but no tool or command of the agent declares it; "
-                    "remove it from capabilities=",
-                )
-            )
-        elif not isinstance(value, CapabilityBinding):
-            problems.append(
-                (
-                    cap_id,
-                    f"{cap_id!r} is bound to {value!r}, which is not a capability binding; "
-                    "use create_capability_binding() or a capability package's factory",
-                )
-            )
-        elif binding.capability.id != cap_id:
-            problems.append(
-                (
-                    cap_id,
-                    f"{cap_id!r} is bound to a binding for capability "
-                    f"{binding.capability.id!r}; bind a binding made for {cap_id!r}",
-                )
-            )
-        elif not same_facade(requirement.capability.facade, binding.capability.facade):
-            problems.append(
-                (
-                    cap_id,
-                    f"{cap_id!r} is bound to a binding whose facade is "
-                    f"{facade_name(binding.capability.facade)}, but the agent's operations need "
-                    f"{facade_name(requirement.capability.facade)}; bind a binding made with "
-                    f"the token the operations declare (or one whose facade is a subclass of "
-                    f"{facade_name(requirement.capability.facade)})",
-                )
-            )
-        else:
-            bindings[cap_id] = binding
-    if problems:
-        problems.sort()
-        lines = "\n".join(f"  - {text}" for _, text in problems)
-        raise CapabilityBindingError(
-            f"the capability bindings do not match what the agent needs:\n{lines}",
-            ids=sorted({cap_id for cap_id, _ in problems}),
-        )
-    return bindings
 
 
 class AgentRuntime:
@@ -248,7 +124,7 @@ class AgentRuntime:
         if self._user_key is not None:
             raw = self._user_key(identity)
             user_key = None if raw is None else _check_key(raw, "user_key")
-        return AdminClient(self, _Caller(identity, scope_key, user_key))
+        return AdminClient(self, Caller(identity, scope_key, user_key))
 
     async def aclose(self) -> None:
         """Await every binding's ``close()``, then close storage (if this runtime owns it).
@@ -287,7 +163,7 @@ class AgentRuntime:
                 f"the runtime of agent {self.agent.name!r} is closed; create a new runtime"
             )
 
-    async def _get_thread(self, caller: _Caller, thread_id: str) -> ThreadRecord:
+    async def _get_thread(self, caller: Caller, thread_id: str) -> ThreadRecord:
         self._check_open()
         thread = await self.storage.get_thread(thread_id)
         # A thread of another scope, or of another app agent sharing the storage, is not ours.
@@ -301,7 +177,7 @@ class AgentRuntime:
 
     async def _create_thread(
         self,
-        caller: _Caller,
+        caller: Caller,
         *,
         agent_name: str,
         thread_id: str | None,
@@ -346,7 +222,7 @@ class AgentRuntime:
             self._roots.put(thread_id, root)
         return root
 
-    async def _delete_thread(self, caller: _Caller, thread_id: str) -> None:
+    async def _delete_thread(self, caller: Caller, thread_id: str) -> None:
         thread = await self._get_thread(caller, thread_id)
         deleted = list(await self.storage.delete_thread(thread_id))
         self._roots.forget(deleted)
@@ -429,7 +305,7 @@ class AgentRuntime:
     # -- capabilities -----------------------------------------------------------------------
 
     async def _acquire(
-        self, declared: Mapping[str, Capability[object]], thread: ThreadRecord, caller: _Caller
+        self, declared: Mapping[str, Capability[object]], thread: ThreadRecord, caller: Caller
     ) -> Capabilities:
         if not declared:
             return EMPTY_CAPABILITIES
@@ -492,7 +368,7 @@ class AgentRuntime:
         cap_id: str,
         thread: ThreadRecord,
         root_id: str | None,
-        caller: _Caller,
+        caller: Caller,
     ) -> AcquireInput:
         scope = binding.scope
         label: ScopeLabel
@@ -541,7 +417,7 @@ class AgentRuntime:
 
     @staticmethod
     def _key_parts(
-        kind: ScopeKind, cap_id: str, thread: ThreadRecord, root_id: str | None, caller: _Caller
+        kind: ScopeKind, cap_id: str, thread: ThreadRecord, root_id: str | None, caller: Caller
     ) -> tuple[str, ...]:
         if kind == "thread":
             return (caller.scope_key, thread.id)
@@ -564,7 +440,7 @@ class AgentRuntime:
     # -- commands ---------------------------------------------------------------------------
 
     async def _run_command(
-        self, caller: _Caller, thread_id: str, name: str, raw_input: object
+        self, caller: Caller, thread_id: str, name: str, raw_input: object
     ) -> object:
         self._check_open()
         command = self.agent.commands.get(name)
@@ -608,7 +484,7 @@ class AgentRuntime:
 
     # -- the agent loop ---------------------------------------------------------------------
 
-    async def _send(self, caller: _Caller, thread_id: str, text: str) -> RunResult:
+    async def _send(self, caller: Caller, thread_id: str, text: str) -> RunResult:
         async def body() -> RunResult:
             thread = await self._get_thread(caller, thread_id)
             agent = self._agent_for(thread)
@@ -617,13 +493,13 @@ class AgentRuntime:
         return await self._tracked(thread_id, body)
 
     async def _submit_tool_results(
-        self, caller: _Caller, thread_id: str, results: Mapping[str, object]
+        self, caller: Caller, thread_id: str, results: Mapping[str, object]
     ) -> RunResult:
         async def body() -> RunResult:
             thread = await self._get_thread(caller, thread_id)
             agent = self._agent_for(thread)
             history = await self.storage.get_messages(thread.id)
-            pending = _pending_calls(history)
+            pending = pending_calls(history)
             by_id = {call.id: call for call in pending}
             unknown = sorted(results.keys() - by_id.keys())
             missing = sorted(by_id.keys() - results.keys())
@@ -649,7 +525,7 @@ class AgentRuntime:
         return self._agents_by_name[thread.agent_name]
 
     async def _loop(
-        self, agent: Agent, thread: ThreadRecord, caller: _Caller, staged: list[Message]
+        self, agent: Agent, thread: ThreadRecord, caller: Caller, staged: list[Message]
     ) -> RunResult:
         if agent.model is None:
             raise DefinitionError(
@@ -664,7 +540,7 @@ class AgentRuntime:
             instructions = await resolve(
                 instructions(InstructionsInput(thread.id, caller.scope_key, caller.identity))
             )
-        specs = _tool_specs(agent)
+        specs = tool_specs(agent)
         written: list[Message] = []
         for step in range(1, agent.max_steps + 1):
             request = ModelRequest(
@@ -676,8 +552,8 @@ class AgentRuntime:
                 await self._record_error(thread.id, "model", error)
                 raise
             calls = list(response.tool_calls)
-            external = [c for c in calls if _is_external(agent, c.name)]
-            runnable = [c for c in calls if not _is_external(agent, c.name)]
+            external = [c for c in calls if is_external(agent, c.name)]
+            runnable = [c for c in calls if not is_external(agent, c.name)]
             results = await self._run_tool_calls(agent, thread, caller, runnable)
             step_messages = [*staged, response, *results]
             await self.storage.append_messages(thread.id, step_messages)
@@ -699,7 +575,7 @@ class AgentRuntime:
         raise error
 
     async def _run_tool_calls(
-        self, agent: Agent, thread: ThreadRecord, caller: _Caller, calls: Sequence[ToolCall]
+        self, agent: Agent, thread: ThreadRecord, caller: Caller, calls: Sequence[ToolCall]
     ) -> list[Message]:
         if len(calls) <= 1:
             return [await self._run_tool_call(agent, thread, caller, c) for c in calls]
@@ -714,7 +590,7 @@ class AgentRuntime:
         return [r for r in results if r is not None]
 
     async def _run_tool_call(
-        self, agent: Agent, thread: ThreadRecord, caller: _Caller, call: ToolCall
+        self, agent: Agent, thread: ThreadRecord, caller: Caller, call: ToolCall
     ) -> ToolResultMessage:
         def failed(text: str) -> ToolResultMessage:
             return ToolResultMessage(
@@ -767,7 +643,7 @@ class AgentRuntime:
         self,
         subagent: Agent,
         thread: ThreadRecord,
-        caller: _Caller,
+        caller: Caller,
         call: ToolCall,
         failed: Callable[[str], ToolResultMessage],
     ) -> ToolResultMessage:
@@ -794,61 +670,9 @@ class AgentRuntime:
         )
 
 
-async def execute_tool(
-    tool: Tool[Any, Any], ctx: ToolContext[Any], name: str
-) -> tuple[ToolResultMessage, object]:
-    """Run a tool's ``execute``; return the saved, model-facing result and the raw output."""
-    assert tool.execute is not None
-    try:
-        output = await resolve(tool.execute(ctx))
-        content = tool_output_text(output)
-        jsonable: JsonValue = pydantic_core.to_jsonable_python(output)
-    except Exception as error:
-        failed = ToolResultMessage(
-            tool_call_id=ctx.tool_call_id,
-            tool_name=name,
-            content=f"Error: tool {name!r} failed: {type(error).__name__}: {error}",
-            is_error=True,
-        )
-        return failed, None
-    result = ToolResultMessage(
-        tool_call_id=ctx.tool_call_id, tool_name=name, content=content, output=jsonable
-    )
-    return result, output
-
-
 def _walks_to_root(binding: CapabilityBinding[object]) -> bool:
     """Whether deriving this binding's key needs the thread's root (rootThread, custom)."""
     return binding.scope == "rootThread" or callable(binding.scope)
-
-
-def _is_external(agent: Agent, name: str) -> bool:
-    tool = agent.tools.get(name)
-    return tool is not None and tool.execute is None
-
-
-def _pending_calls(history: Sequence[Message]) -> list[ToolCall]:
-    answered = {m.tool_call_id for m in history if isinstance(m, ToolResultMessage)}
-    for message in reversed(history):
-        if isinstance(message, AssistantMessage):
-            return [c for c in message.tool_calls if c.id not in answered]
-    return []
-
-
-def _tool_specs(agent: Agent) -> list[ToolSpec]:
-    specs = [
-        ToolSpec(name, tool.description, tool.input_schema.model_json_schema())
-        for name, tool in agent.tools.items()
-    ]
-    specs.extend(
-        ToolSpec(
-            name,
-            f"Delegate a task to the {sub.name!r} agent; it answers with its final text.",
-            DelegateInput.model_json_schema(),
-        )
-        for name, sub in agent.subagents.items()
-    )
-    return specs
 
 
 def _index_agents(agent: Agent) -> dict[str, Agent]:
@@ -859,102 +683,6 @@ def _index_agents(agent: Agent) -> dict[str, Agent]:
         index.setdefault(current.name, current)
         stack.extend(current.subagents.values())
     return index
-
-
-class _Commands:
-    """``handle.commands.<name>(input)``: each attribute runs the agent command of that name."""
-
-    __slots__ = ("_handle",)
-
-    def __init__(self, handle: ThreadHandle) -> None:
-        self._handle = handle
-
-    def __getattr__(self, name: str) -> Callable[[object], Awaitable[Any]]:
-        if name.startswith("__"):
-            raise AttributeError(name)
-
-        async def call(input: object = None) -> Any:
-            return await self._handle.run_command(name, {} if input is None else input)
-
-        return call
-
-
-class ThreadHandle:
-    """One thread, seen by one caller. Cheap to make: no I/O until you use it."""
-
-    def __init__(self, runtime: AgentRuntime, caller: _Caller, thread_id: str) -> None:
-        self._runtime = runtime
-        self._caller = caller
-        self.id = thread_id
-
-    @property
-    def commands(self) -> Any:
-        """Run a command by attribute: ``await handle.commands.reset_workspace({})``."""
-        return _Commands(self)
-
-    async def run_command(self, name: str, input: object) -> Any:
-        """Run the agent's command ``name`` in this thread; failures raise to you."""
-        return await self._runtime._run_command(self._caller, self.id, name, input)  # pyright: ignore[reportPrivateUsage]
-
-    async def send(self, text: str) -> RunResult:
-        """Add a user message and run the agent until it answers (or needs external results)."""
-        return await self._runtime._send(self._caller, self.id, text)  # pyright: ignore[reportPrivateUsage]
-
-    async def submit_tool_results(self, results: Mapping[str, object]) -> RunResult:
-        """Answer the pending external tool calls (by call id) and continue the run."""
-        return await self._runtime._submit_tool_results(self._caller, self.id, results)  # pyright: ignore[reportPrivateUsage]
-
-    async def messages(self) -> Sequence[Message]:
-        """Every message stored in this thread, recorded errors included."""
-        await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
-        return await self._runtime.storage.get_messages(self.id)
-
-    async def record(self) -> ThreadRecord:
-        """The stored thread record. Raises :class:`ThreadNotFoundError` if there is none."""
-        return await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
-
-    async def children(self) -> Sequence[ThreadRecord]:
-        """Threads delegated from this one."""
-        await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
-        return await self._runtime.storage.list_threads(
-            self._caller.scope_key, parent_thread_id=self.id
-        )
-
-    async def delete(self) -> None:
-        """Delete the thread (and its delegated threads), cancel their work, dispose instances."""
-        await self._runtime._delete_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
-
-    def __repr__(self) -> str:
-        return f"ThreadHandle({self.id!r})"
-
-
-class AdminClient:
-    """Trusted, server-side access to a runtime for one identity."""
-
-    def __init__(self, runtime: AgentRuntime, caller: _Caller) -> None:
-        self._runtime = runtime
-        self._caller = caller
-
-    @property
-    def scope_key(self) -> str:
-        """The scope key derived from this identity."""
-        return self._caller.scope_key
-
-    async def create_thread(self, *, thread_id: str | None = None) -> ThreadHandle:
-        """Create a top-level thread (a fresh id unless you pass one)."""
-        record = await self._runtime._create_thread(  # pyright: ignore[reportPrivateUsage]
-            self._caller, agent_name=self._runtime.agent.name, thread_id=thread_id, parent=None
-        )
-        return ThreadHandle(self._runtime, self._caller, record.id)
-
-    def thread(self, thread_id: str) -> ThreadHandle:
-        """A handle on an existing thread; a missing id fails on first use."""
-        return ThreadHandle(self._runtime, self._caller, thread_id)
-
-    async def list_threads(self) -> Sequence[ThreadRecord]:
-        """This scope's top-level threads, oldest first."""
-        self._runtime._check_open()  # pyright: ignore[reportPrivateUsage]
-        return await self._runtime.storage.list_threads(self._caller.scope_key)
 
 
 def create_agent_runtime(
@@ -1020,12 +748,6 @@ def create_agent_runtime(
 
 
 __all__ = [
-    "AdminClient",
     "AgentRuntime",
-    "DelegateInput",
-    "RunResult",
-    "RuntimeErrorEvent",
-    "RuntimeErrorSource",
-    "ThreadHandle",
     "create_agent_runtime",
 ]

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from pai.core import (
     AcquireInput,
+    Capability,
     CapabilityBinding,
     CapabilityBindingError,
     CapabilityScope,
@@ -20,7 +21,7 @@ from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, Sandbox
 from pai.sandbox._session import SandboxSessionManager
 from pai.sandbox._types import SeedFile
 
-sandbox = define_capability(
+sandbox: Capability[Sandbox] = define_capability(
     Sandbox, id="sandbox", description="Command and filesystem execution environment."
 )
 """The sandbox capability token: declare ``capabilities={"sandbox": sandbox}`` on an operation."""
@@ -43,7 +44,7 @@ class SandboxService:
         default_timeout: float | None,
         output_limit: int,
     ) -> None:
-        self.sessions = SandboxSessionManager(provider, seed=seed)
+        self.sessions: SandboxSessionManager = SandboxSessionManager(provider, seed=seed)
         self.scope: CapabilityScope = scope
         self._default_timeout = default_timeout
         self._output_limit = output_limit

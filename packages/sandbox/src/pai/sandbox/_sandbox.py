@@ -105,7 +105,7 @@ class Sandbox:
         self._handle = handle
         self.default_timeout = default_timeout
         self.output_limit = output_limit
-        self.environment_resets = 0
+        self.environment_resets: int = 0
         """How many times this facade found its instance gone and re-created it."""
 
     @property

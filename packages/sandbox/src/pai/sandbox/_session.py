@@ -88,10 +88,14 @@ class SandboxSessionManager:
 
     async def dispose(self, key: str) -> None:
         """Destroy the instance for ``key`` (if any) and forget it."""
-        async with self._lock(key):
+        lock = self._lock(key)
+        async with lock:
             self._instances.pop(key, None)
             await self.provider.destroy(key)
-        self._locks.pop(key, None)
+        # Forget the lock only if no caller queued on it (release hands it to the next waiter):
+        # a newcomer would otherwise get a second lock and provision the key a second time.
+        if not lock.locked() and self._locks.get(key) is lock:
+            del self._locks[key]
 
     async def aclose(self) -> None:
         """Forget every instance and close the provider's local resources; instances stay."""
@@ -107,6 +111,9 @@ class SandboxHandle:
     """The instance of one key in one session manager."""
 
     __slots__ = ("key", "manager")
+
+    key: str
+    manager: SandboxSessionManager
 
     def __init__(self, manager: SandboxSessionManager, key: str) -> None:
         self.manager = manager

@@ -8,9 +8,9 @@ from typing import TypeAlias
 
 from pydantic import JsonValue
 
+from pai.core._awaitables import resolve
 from pai.core._messages import AssistantMessage, ToolCall
 from pai.core._model import ModelRequest
-from pai.core._runtime import resolve
 
 _call_ids = itertools.count(1)
 

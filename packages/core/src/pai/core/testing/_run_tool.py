@@ -9,9 +9,9 @@ from typing import Any, Generic, TypeVar, cast
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from pai.core._errors import DefinitionError, ToolCapabilitiesError
+from pai.core._execution import execute_tool, validation_summary
 from pai.core._messages import ToolResultMessage
 from pai.core._operations import Capabilities, Tool, ToolContext
-from pai.core._runtime import execute_tool, validation_summary
 
 InputT = TypeVar("InputT", bound=BaseModel)
 OutputT = TypeVar("OutputT")

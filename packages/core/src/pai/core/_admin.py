@@ -1,0 +1,133 @@
+"""Server-side access to a runtime: the admin client and thread handles."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pai.core._messages import Message, ToolCall
+from pai.core._storage import ThreadRecord
+
+if TYPE_CHECKING:
+    from pai.core._runtime import AgentRuntime
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one agent run produced.
+
+    ``status`` is ``"completed"`` when the model answered without tool calls, or
+    ``"awaiting_tool_results"`` when it called tools that run outside the runtime (tools defined
+    without ``execute``): answer them with :meth:`ThreadHandle.submit_tool_results`.
+    """
+
+    thread_id: str
+    status: Literal["completed", "awaiting_tool_results"]
+    text: str | None
+    messages: Sequence[Message]
+    steps: int
+    pending_tool_calls: Sequence[ToolCall] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    identity: object
+    scope_key: str
+    user_key: str | None
+
+
+class _Commands:
+    """``handle.commands.<name>(input)``: each attribute runs the agent command of that name."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: ThreadHandle) -> None:
+        self._handle = handle
+
+    def __getattr__(self, name: str) -> Callable[[object], Awaitable[Any]]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        async def call(input: object = None) -> Any:
+            return await self._handle.run_command(name, {} if input is None else input)
+
+        return call
+
+
+class ThreadHandle:
+    """One thread, seen by one caller. Cheap to make: no I/O until you use it."""
+
+    def __init__(self, runtime: AgentRuntime, caller: Caller, thread_id: str) -> None:
+        self._runtime = runtime
+        self._caller = caller
+        self.id = thread_id
+
+    @property
+    def commands(self) -> Any:
+        """Run a command by attribute: ``await handle.commands.reset_workspace({})``."""
+        return _Commands(self)
+
+    async def run_command(self, name: str, input: object) -> Any:
+        """Run the agent's command ``name`` in this thread; failures raise to you."""
+        return await self._runtime._run_command(self._caller, self.id, name, input)  # pyright: ignore[reportPrivateUsage]
+
+    async def send(self, text: str) -> RunResult:
+        """Add a user message and run the agent until it answers (or needs external results)."""
+        return await self._runtime._send(self._caller, self.id, text)  # pyright: ignore[reportPrivateUsage]
+
+    async def submit_tool_results(self, results: Mapping[str, object]) -> RunResult:
+        """Answer the pending external tool calls (by call id) and continue the run."""
+        return await self._runtime._submit_tool_results(self._caller, self.id, results)  # pyright: ignore[reportPrivateUsage]
+
+    async def messages(self) -> Sequence[Message]:
+        """Every message stored in this thread, recorded errors included."""
+        await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
+        return await self._runtime.storage.get_messages(self.id)
+
+    async def record(self) -> ThreadRecord:
+        """The stored thread record. Raises :class:`ThreadNotFoundError` if there is none."""
+        return await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
+
+    async def children(self) -> Sequence[ThreadRecord]:
+        """Threads delegated from this one."""
+        await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
+        return await self._runtime.storage.list_threads(
+            self._caller.scope_key, parent_thread_id=self.id
+        )
+
+    async def delete(self) -> None:
+        """Delete the thread (and its delegated threads), cancel their work, dispose instances."""
+        await self._runtime._delete_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
+
+    def __repr__(self) -> str:
+        return f"ThreadHandle({self.id!r})"
+
+
+class AdminClient:
+    """Trusted, server-side access to a runtime for one identity."""
+
+    def __init__(self, runtime: AgentRuntime, caller: Caller) -> None:
+        self._runtime = runtime
+        self._caller = caller
+
+    @property
+    def scope_key(self) -> str:
+        """The scope key derived from this identity."""
+        return self._caller.scope_key
+
+    async def create_thread(self, *, thread_id: str | None = None) -> ThreadHandle:
+        """Create a top-level thread (a fresh id unless you pass one)."""
+        record = await self._runtime._create_thread(  # pyright: ignore[reportPrivateUsage]
+            self._caller, agent_name=self._runtime.agent.name, thread_id=thread_id, parent=None
+        )
+        return ThreadHandle(self._runtime, self._caller, record.id)
+
+    def thread(self, thread_id: str) -> ThreadHandle:
+        """A handle on an existing thread; a missing id fails on first use."""
+        return ThreadHandle(self._runtime, self._caller, thread_id)
+
+    async def list_threads(self) -> Sequence[ThreadRecord]:
+        """This scope's top-level threads, oldest first."""
+        self._runtime._check_open()  # pyright: ignore[reportPrivateUsage]
+        return await self._runtime.storage.list_threads(self._caller.scope_key)
