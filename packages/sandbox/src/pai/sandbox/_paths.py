@@ -52,12 +52,28 @@ def check_seed(files: Iterable[SeedFile]) -> tuple[SeedFile, ...]:
                 "SeedFile('/workspace/README.md', '# hi')"
             )
         raw = seed.path
-        if not isinstance(raw, str) or not raw.startswith("/"):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(raw, str) or not raw or "\x00" in raw:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise SeedPathError(
-                f"seed file path {raw!r} is not absolute; write it as {posixpath.join(WORKSPACE, str(raw))!r}"
+                f"seed file path {raw!r} must be a non-empty string without NUL bytes, e.g. "
+                "'/workspace/README.md'"
+            )
+        if not raw.startswith("/"):
+            raise SeedPathError(
+                f"seed file path {raw!r} is not absolute; write it as "
+                f"{posixpath.join(WORKSPACE, raw)!r}"
+            )
+        if not isinstance(seed.content, bytes | str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise SeedPathError(
+                f"seed file {raw!r} has content of type {type(seed.content).__name__}; "
+                "give bytes or str"
             )
         path = resolve_path(raw)
-        if not _inside(path, WORKSPACE) or path == WORKSPACE:
+        if path == WORKSPACE:
+            raise SeedPathError(
+                f"seed file path {raw!r} is the {WORKSPACE} folder itself; give a file path "
+                f"inside it, e.g. {WORKSPACE + '/README.md'!r}"
+            )
+        if not _inside(path, WORKSPACE):
             raise SeedPathError(
                 f"seed file path {raw!r} is outside {WORKSPACE}; seed files must go inside it"
             )

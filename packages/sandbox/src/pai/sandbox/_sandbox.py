@@ -27,10 +27,20 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FileContent = bytes | str
 
 
-def _decoding(callback: Callable[[str], None] | None) -> OutputCallback | None:
-    """Wrap a text callback so byte chunks split mid-character decode correctly."""
+def _no_flush() -> None:
+    pass
+
+
+def _decoding(
+    callback: Callable[[str], None] | None,
+) -> tuple[OutputCallback | None, Callable[[], None]]:
+    """Wrap a text callback so byte chunks split mid-character decode correctly.
+
+    Returns the byte callback and a ``flush`` to call when the stream ended, so bytes of an
+    unfinished character reach the callback (as U+FFFD) just as they appear in the result.
+    """
     if callback is None:
-        return None
+        return None, _no_flush
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def on_chunk(chunk: bytes) -> None:
@@ -38,7 +48,12 @@ def _decoding(callback: Callable[[str], None] | None) -> OutputCallback | None:
         if text:
             callback(text)
 
-    return on_chunk
+    def flush() -> None:
+        text = decoder.decode(b"", final=True)
+        if text:
+            callback(text)
+
+    return on_chunk, flush
 
 
 def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:
@@ -158,7 +173,8 @@ class Sandbox:
         workdir = resolve_path(cwd) if cwd is not None else WORKSPACE
         variables = _check_env(env)
         data = None if stdin is None else _as_bytes(stdin, "<stdin>")
-        out_callback, err_callback = _decoding(on_stdout), _decoding(on_stderr)
+        out_callback, out_flush = _decoding(on_stdout)
+        err_callback, err_flush = _decoding(on_stderr)
         started = time.perf_counter()
 
         async def run(instance: SandboxInstance) -> RawCommandResult:
@@ -174,6 +190,8 @@ class Sandbox:
             )
 
         raw, reset = await self._with_instance(run)
+        out_flush()
+        err_flush()
         limit = self.output_limit
         # Providers cap while streaming; cap again so a lax provider cannot break the contract.
         truncated = raw.truncated or len(raw.stdout) > limit or len(raw.stderr) > limit

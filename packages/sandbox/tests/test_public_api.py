@@ -1,0 +1,128 @@
+"""The public surface of ``pai.sandbox``: ``__all__``, the token and the error hierarchy."""
+
+from __future__ import annotations
+
+import errno
+from types import ModuleType
+
+import pytest
+
+import pai.sandbox
+from pai.core import Capability, PaiError
+from pai.sandbox import (
+    Sandbox,
+    SandboxClosedError,
+    SandboxDirectoryNotEmptyError,
+    SandboxError,
+    SandboxFileExistsError,
+    SandboxFileNotFoundError,
+    SandboxInputError,
+    SandboxIsADirectoryError,
+    SandboxNotADirectoryError,
+    SandboxPathError,
+    SandboxProviderError,
+    SandboxVanishedError,
+    SeedPathError,
+    sandbox,
+)
+
+
+def _isort_style(name: str) -> tuple[int, str]:
+    """The order ruff's RUF022 keeps ``__all__`` in: CONSTANTS, then Classes, then functions."""
+    if name.isupper():
+        return (0, name)
+    if name[:1].isupper():
+        return (1, name)
+    return (2, name)
+
+
+def _public_names(module: ModuleType) -> set[str]:
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, ModuleType)
+    }
+
+
+def test_all_lists_every_public_name_and_nothing_else() -> None:
+    assert set(pai.sandbox.__all__) == _public_names(pai.sandbox)
+    assert len(pai.sandbox.__all__) == len(set(pai.sandbox.__all__))
+
+
+def test_all_is_sorted() -> None:
+    assert pai.sandbox.__all__ == sorted(pai.sandbox.__all__, key=_isort_style)
+
+
+def test_every_name_in_all_resolves() -> None:
+    for name in pai.sandbox.__all__:
+        assert getattr(pai.sandbox, name) is not None, name
+
+
+def test_star_import_gives_exactly_all() -> None:
+    namespace: dict[str, object] = {}
+    exec("from pai.sandbox import *", namespace)
+    namespace.pop("__builtins__")
+    assert set(namespace) == set(pai.sandbox.__all__)
+
+
+def test_the_sandbox_token() -> None:
+    assert isinstance(sandbox, Capability)
+    assert sandbox.id == "sandbox"
+    assert sandbox.facade is Sandbox
+    assert sandbox.description
+
+
+ERRORS: list[tuple[type[SandboxError], tuple[type[BaseException], ...]]] = [
+    (SandboxInputError, (ValueError,)),
+    (SandboxPathError, (ValueError,)),
+    (SeedPathError, (SandboxPathError, ValueError)),
+    (SandboxFileNotFoundError, (FileNotFoundError, OSError)),
+    (SandboxIsADirectoryError, (IsADirectoryError, OSError)),
+    (SandboxNotADirectoryError, (NotADirectoryError, OSError)),
+    (SandboxFileExistsError, (FileExistsError, OSError)),
+    (SandboxDirectoryNotEmptyError, (OSError,)),
+    (SandboxVanishedError, ()),
+    (SandboxClosedError, (RuntimeError,)),
+    (SandboxProviderError, (RuntimeError,)),
+]
+
+
+@pytest.mark.parametrize(("error", "bases"), ERRORS, ids=[error.__name__ for error, _ in ERRORS])
+def test_errors_subclass_sandbox_error_and_the_matching_builtins(
+    error: type[SandboxError], bases: tuple[type[BaseException], ...]
+) -> None:
+    assert issubclass(error, SandboxError)
+    assert issubclass(error, PaiError)
+    for base in bases:
+        assert issubclass(error, base), f"{error.__name__} is not a {base.__name__}"
+
+
+FILE_ERRORS: list[tuple[type[OSError], int]] = [
+    (SandboxFileNotFoundError, errno.ENOENT),
+    (SandboxIsADirectoryError, errno.EISDIR),
+    (SandboxNotADirectoryError, errno.ENOTDIR),
+    (SandboxFileExistsError, errno.EEXIST),
+    (SandboxDirectoryNotEmptyError, errno.ENOTEMPTY),
+]
+
+
+@pytest.mark.parametrize(
+    ("error", "code"), FILE_ERRORS, ids=[error.__name__ for error, _ in FILE_ERRORS]
+)
+def test_file_errors_carry_the_path_and_errno(error: type[OSError], code: int) -> None:
+    raised = error("/workspace/some file.txt")
+    assert raised.filename == "/workspace/some file.txt"
+    assert raised.errno == code
+    assert "'/workspace/some file.txt'" in str(raised)
+    assert "[Errno" not in str(raised)
+
+
+def test_file_errors_can_add_a_detail() -> None:
+    raised = SandboxFileNotFoundError("/workspace/a", "the parent folder is missing")
+    assert str(raised).endswith("(the parent folder is missing)")
+    assert raised.filename == "/workspace/a"
+
+
+def test_except_file_not_found_error_catches_the_sandbox_error() -> None:
+    with pytest.raises(FileNotFoundError):
+        raise SandboxFileNotFoundError("/workspace/missing")
