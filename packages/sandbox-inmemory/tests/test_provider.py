@@ -327,15 +327,37 @@ async def test_execution_limit_is_a_result_not_an_exception() -> None:
 
 
 async def test_interpreter_crash_is_a_result_not_an_exception(
-    provider: InMemorySandboxProvider,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from just_bash.types import CommandContext, ExecResult
+
+    from pai.sandbox_inmemory import _just_bash, _provider
+
+    class Explode:
+        """A built-in with a bug, standing for an interpreter crash."""
+
+        name = "explode"
+
+        async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
+            raise ZeroDivisionError("a bug inside the interpreter")
+
+    def with_explode() -> dict[str, object]:
+        return {**_just_bash.command_registry(), "explode": Explode()}
+
+    monkeypatch.setattr(_provider, "command_registry", with_explode)
+    async with create_in_memory_sandbox_provider() as provider:
+        instance = await provider.create("k")
+        result = await run(instance, "explode")
+        assert result.exit_code == EXIT_INTERPRETER_ERROR
+        assert b"interpreter failed: ZeroDivisionError" in result.stderr
+        assert (await run(instance, "echo still fine")).stdout == b"still fine\n"
+
+
+async def test_byte_counts_of_non_utf8_content_are_exact(provider: InMemorySandboxProvider) -> None:
     instance = await provider.create("k")
-    # just-bash 0.2.1's wc encodes its input as strict UTF-8 and crashes on non-UTF-8 bytes.
-    await instance.write_files([FileWrite("/workspace/raw", b"\xff\n")])
-    result = await run(instance, "wc -c raw")
-    assert result.exit_code == EXIT_INTERPRETER_ERROR
-    assert b"interpreter failed" in result.stderr
-    assert (await run(instance, "echo still fine")).stdout == b"still fine\n"
+    await instance.write_files([FileWrite("/workspace/raw", b"\xff\xfe\n")])
+    assert (await run(instance, "wc -c < raw")).stdout == b"3\n"
+    assert (await run(instance, "cat raw | wc -c")).stdout == b"3\n"
 
 
 async def test_array_subscript_substitution_is_refused_without_patching_asyncio(

@@ -216,7 +216,7 @@ async def test_a_default_timeout_of_none_means_no_timeout(provider: RecordingPro
     assert provider.runs[0].timeout is None
 
 
-@pytest.mark.parametrize("timeout", [0, -1, -0.5])
+@pytest.mark.parametrize("timeout", [0, -1, -0.5, float("nan")])
 async def test_non_positive_timeouts_are_refused(
     provider: RecordingProvider, timeout: float
 ) -> None:

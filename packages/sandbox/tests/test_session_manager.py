@@ -253,6 +253,7 @@ async def test_aclose_closes_the_provider_and_keeps_instances(
 USES_AFTER_CLOSE: dict[str, Callable[[SandboxSessionManager], Awaitable[object]]] = {
     "instance": lambda sessions: sessions.handle("k").instance(),
     "replace": lambda sessions: sessions.handle("k").replace(),
+    "dispose": lambda sessions: sessions.dispose("k"),
     "facade": lambda sessions: create_sandbox(sessions.handle("k")).run_command("true"),
 }
 
@@ -272,3 +273,27 @@ async def test_use_after_aclose_raises_a_clear_closed_error(
     assert "'recording'" in message
     assert isinstance(closed.value, RuntimeError)
     assert len(provider.log) == calls
+
+
+async def test_a_first_use_waiting_on_the_key_lock_sees_the_close(
+    provider: RecordingProvider,
+) -> None:
+    sessions = create_sandbox_session_manager(provider=provider)
+    provider.gate = anyio.Event()
+    failures: list[BaseException] = []
+
+    async def second_use() -> None:
+        try:
+            await sessions.instance("k")
+        except SandboxClosedError as error:
+            failures.append(error)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sessions.instance, "k")
+        await provider.wait_for_creates(1)  # the first use holds the key's lock, creating
+        tg.start_soon(second_use)  # queues on the lock
+        await anyio.lowlevel.checkpoint()
+        await sessions.aclose()
+        provider.gate.set()
+    assert len(failures) == 1
+    assert len(provider.creates) == 1

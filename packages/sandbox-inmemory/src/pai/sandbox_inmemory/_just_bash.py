@@ -8,7 +8,8 @@ adds on top, and why:
   instead of crashing ``cat``) and made cancellable (it yields to the event loop on every read and
   write, so a timeout lands inside a loop that does file I/O).
 - :func:`command_registry` wraps each built-in command so that running one yields to the event
-  loop: concurrent commands interleave, and a timeout can stop a script between two commands.
+  loop (concurrent commands interleave, and a timeout can stop a script between two commands)
+  and so that its input encodes back to the bytes it stands for (:class:`BinaryText`).
 - :func:`run_script` runs one command line in a fresh interpreter (its own variables, cwd and
   stdin, like ``sh -c``) over a shared filesystem, and turns interpreter failures
   (``ExecutionLimitError``, crashes) into results.
@@ -58,9 +59,24 @@ def encode(text: str, encoding: str = "utf-8") -> bytes:
         ).encode(encoding, "surrogateescape")
 
 
+class BinaryText(str):
+    """Interpreter text that encodes back to the bytes it was decoded from.
+
+    just-bash's commands count or hash content with ``text.encode("utf-8")``, which fails on the
+    lone surrogates ``surrogateescape`` uses for non-UTF-8 bytes (``wc -c`` of a binary file
+    crashed). Text read from files and fed as stdin is this subclass, whose ``encode`` applies
+    ``surrogateescape``, so such commands see the file's real bytes.
+    """
+
+    __slots__ = ()
+
+    def encode(self, encoding: str = "utf-8", errors: str = "surrogateescape") -> bytes:
+        return str.encode(self, encoding, "surrogateescape" if errors == "strict" else errors)
+
+
 def decode(data: bytes, encoding: str = "utf-8") -> str:
     """Bytes as interpreter text, reversibly (``surrogateescape``)."""
-    return data.decode(encoding, "surrogateescape")
+    return BinaryText(data.decode(encoding, "surrogateescape"))
 
 
 class SandboxFs(InMemoryFs):
@@ -90,6 +106,10 @@ class _Checkpointed:
 
     async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
         await asyncio.sleep(0)
+        # Piped input arrives as plain text (the interpreter concatenates output); make it
+        # encode back to its bytes, as file content does.
+        if ctx.stdin and type(ctx.stdin) is str:
+            ctx.stdin = BinaryText(ctx.stdin)
         return await self._inner.execute(args, ctx)
 
 

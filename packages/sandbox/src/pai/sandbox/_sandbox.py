@@ -113,7 +113,7 @@ class Sandbox:
     ) -> None:
         if output_limit < 1:
             raise SandboxInputError(f"output_limit must be at least 1 byte, got {output_limit!r}")
-        if default_timeout is not None and default_timeout <= 0:
+        if default_timeout is not None and not default_timeout > 0:
             raise SandboxInputError(
                 f"default_timeout must be positive seconds or None, got {default_timeout!r}"
             )
@@ -168,7 +168,7 @@ class Sandbox:
             raise SandboxInputError(f"command must be a non-empty string, got {command!r}")
         if timeout is None:
             timeout = self.default_timeout
-        elif timeout <= 0:
+        elif not timeout > 0:  # also refuses NaN
             raise SandboxInputError(f"timeout must be positive seconds, got {timeout!r}")
         workdir = resolve_path(cwd) if cwd is not None else WORKSPACE
         variables = _check_env(env)

@@ -51,6 +51,7 @@ class SandboxSessionManager:
         if cached is not None:
             return cached
         async with self._lock(key):
+            self._check_open()  # the manager may have closed while this waited for the lock
             cached = self._instances.get(key)
             if cached is not None:
                 return cached
@@ -67,6 +68,7 @@ class SandboxSessionManager:
         """
         self._check_open()
         async with self._lock(key):
+            self._check_open()
             current = self._instances.get(key)
             if stale is not None and current is not None and current is not stale:
                 return current
@@ -88,6 +90,7 @@ class SandboxSessionManager:
 
     async def dispose(self, key: str) -> None:
         """Destroy the instance for ``key`` (if any) and forget it."""
+        self._check_open()
         lock = self._lock(key)
         async with lock:
             self._instances.pop(key, None)
