@@ -751,3 +751,36 @@ async def test_provider_is_an_async_context_manager() -> None:
     async with create_in_memory_sandbox_provider() as provider:
         instance = await provider.create("k")
         assert (await run(instance, "echo hi")).stdout == b"hi\n"
+
+
+def test_a_provider_outlives_the_event_loops_that_used_it() -> None:
+    provider = create_in_memory_sandbox_provider()
+
+    async def write() -> None:
+        instance = await provider.create("k")
+        await instance.write_files([FileWrite("/workspace/kept.txt", b"kept\n")])
+
+    async def read() -> bytes:
+        instance = await provider.find("k")
+        assert instance is not None
+        return (await run(instance, "cat kept.txt")).stdout
+
+    anyio.run(write, backend="asyncio")
+    assert anyio.run(read, backend="trio") == b"kept\n"
+    assert anyio.run(read, backend="asyncio") == b"kept\n"
+    anyio.run(provider.aclose, backend="asyncio")
+
+
+async def test_calls_from_another_threads_loop_reach_the_instance_safely(
+    provider: InMemorySandboxProvider,
+) -> None:
+    instance = await provider.create("k")
+    await run(instance, "echo home > where.txt")
+
+    async def elsewhere() -> bytes:
+        return (await run(instance, "cat where.txt; echo away >> where.txt")).stdout
+
+    for backend in ("asyncio", "trio"):
+        output = await anyio.to_thread.run_sync(lambda b=backend: anyio.run(elsewhere, backend=b))
+        assert output.startswith(b"home\n")
+    assert (await run(instance, "cat where.txt")).stdout == b"home\naway\naway\n"

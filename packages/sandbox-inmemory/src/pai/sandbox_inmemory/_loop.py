@@ -1,11 +1,17 @@
-"""The provider's private asyncio event loop, in one background thread.
+"""Where a provider's interpreter work runs: the host's asyncio loop, or a private one.
 
 just-bash is asyncio-only (``sleep`` awaits ``asyncio.sleep``, ``timeout`` uses
-``asyncio.wait_for``), so it cannot run on a trio host's loop. Every interpreter and filesystem
-call of a provider therefore runs on one asyncio loop that the provider owns: an anyio blocking
-portal started lazily on first use and stopped by :meth:`LoopThread.aclose`. Callers on any anyio
-backend reach it through :meth:`LoopThread.call`; the caller's loop never blocks on the private
-one, and cancelling the caller cancels the task there.
+``asyncio.wait_for``), so it cannot run on a trio host's loop, and an instance's state must only
+be touched from one thread at a time. :meth:`LoopThread.call` therefore picks one *home* loop:
+
+- when the first caller runs on asyncio, that running loop is home and calls from it run
+  directly in the caller's task (no thread hop: the common case costs nothing extra);
+- otherwise (a trio host), home is a private asyncio loop in a background thread, an anyio
+  blocking portal started lazily and stopped by :meth:`LoopThread.aclose`.
+
+Callers on any other loop reach the home loop across threads; the caller's loop never blocks on
+it, and cancelling the caller cancels the task there. When a host loop stops running, the next
+caller picks a new home.
 
 Two ways in, same behaviour: with anyio >= 4.16, ``BlockingPortal.call_async`` (two thread
 wake-ups per call, and a cancelled caller waits until the task has stopped); with older anyio, a
@@ -15,6 +21,7 @@ cancellation was delivered).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable
@@ -85,6 +92,13 @@ class _PendingCall:
             future.cancel()
 
 
+def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio (trio), or not in async code at all
+        return None
+
+
 class LoopThread:
     """A lazily started asyncio event loop in a background thread (an anyio blocking portal).
 
@@ -97,6 +111,8 @@ class LoopThread:
         self._lock = threading.Lock()
         self._portal: BlockingPortal | None = None
         self._stack: ExitStack | None = None
+        self._host: asyncio.AbstractEventLoop | None = None
+        self._here: set[anyio.CancelScope] = set()
 
     @property
     def running(self) -> bool:
@@ -125,6 +141,23 @@ class LoopThread:
         Cancelling the caller cancels the task in the background loop. A call that was running
         when :meth:`aclose` stopped the loop raises :class:`~pai.sandbox.SandboxClosedError`.
         """
+        current = _running_asyncio_loop()
+        host = self._host
+        if host is not None and not host.is_running():
+            host = self._host = None  # that loop has stopped: choose a home again
+        if current is not None and (host is current or (host is None and self._portal is None)):
+            self._host = current
+            return await self._call_here(fn)
+        if host is not None:
+            home = host
+
+            def submit(boxed: Callable[[], Awaitable[_Outcome[T]]]) -> Future[_Outcome[T]]:
+                async def main() -> _Outcome[T]:
+                    return await boxed()
+
+                return asyncio.run_coroutine_threadsafe(main(), home)
+
+            return await self._call_across_threads(submit, fn)
         portal = self._portal
         if portal is None:
             portal = await anyio.to_thread.run_sync(self._ensure_portal)
@@ -134,10 +167,28 @@ class LoopThread:
             except (RuntimeError, FutureCancelledError) as error:  # the portal stopped
                 raise self._closed(error) from error
             return outcome.unwrap()
+        return await self._call_across_threads(portal.start_task_soon, fn)
+
+    async def _call_here(self, fn: Callable[[], Awaitable[T]]) -> T:
+        # On the home loop, in the caller's task; aclose() cancels it through this scope.
+        scope = anyio.CancelScope()
+        self._here.add(scope)
+        try:
+            with scope:
+                return await fn()
+        finally:
+            self._here.discard(scope)
+        raise self._closed()  # reached only when aclose() cancelled the scope
+
+    async def _call_across_threads(
+        self,
+        submit: Callable[[Callable[[], Awaitable[_Outcome[T]]]], Future[_Outcome[T]]],
+        fn: Callable[[], Awaitable[T]],
+    ) -> T:
         pending = _PendingCall()
         try:
             outcome = await anyio.to_thread.run_sync(
-                self._submit_and_wait, portal, pending, _boxed(fn), abandon_on_cancel=True
+                self._submit_and_wait, submit, pending, _boxed(fn), abandon_on_cancel=True
             )
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -148,14 +199,14 @@ class LoopThread:
 
     def _submit_and_wait(
         self,
-        portal: BlockingPortal,
+        submit: Callable[[Callable[[], Awaitable[_Outcome[T]]]], Future[_Outcome[T]]],
         pending: _PendingCall,
         fn: Callable[[], Awaitable[_Outcome[T]]],
     ) -> _Outcome[T]:
-        # Runs in a worker thread (anyio < 4.16 only).
+        # Runs in a worker thread.
         try:
-            future = portal.start_task_soon(fn)
-        except RuntimeError as error:  # the portal is stopped
+            future = submit(fn)
+        except RuntimeError as error:  # the loop is stopped
             raise self._closed(error) from error
         pending.started(future)
         try:
@@ -174,7 +225,11 @@ class LoopThread:
         stack.close()  # joins the thread
 
     async def aclose(self) -> None:
-        """Stop the background loop, cancelling what still runs there; a later call restarts it."""
+        """Stop what still runs (on the host loop or the background one) and the background
+        loop; a later call starts again."""
+        for scope in list(self._here):
+            scope.cancel()
+        self._host = None
         if self._portal is None:
             return
         with anyio.CancelScope(shield=True):
