@@ -31,6 +31,7 @@ from just_bash.types import Command, CommandContext, ExecResult
 
 __all__ = [
     "EXIT_INTERPRETER_ERROR",
+    "Command",
     "ExecutionLimits",
     "SandboxFs",
     "ScriptResult",

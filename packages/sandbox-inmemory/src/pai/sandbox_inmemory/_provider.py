@@ -24,6 +24,7 @@ from pai.sandbox import (
 )
 from pai.sandbox_inmemory import _files
 from pai.sandbox_inmemory._just_bash import (
+    Command,
     ExecutionLimits,
     SandboxFs,
     ScriptResult,
@@ -57,6 +58,10 @@ class _Runtime:
 
     __slots__ = ("commands", "limits", "loop")
 
+    loop: LoopThread
+    commands: dict[str, Command]
+    limits: ExecutionLimits
+
     def __init__(self, limits: ExecutionLimits) -> None:
         self.loop = LoopThread(NAME)
         self.commands = command_registry()
@@ -68,13 +73,20 @@ class _State:
 
     __slots__ = ("alive", "created_at", "fs", "instance_id", "key", "running")
 
+    key: str
+    instance_id: str
+    created_at: datetime
+    fs: SandboxFs
+    alive: bool
+    running: set[anyio.CancelScope]
+
     def __init__(self, key: str, fs: SandboxFs) -> None:
         self.key = key
         self.instance_id = uuid.uuid4().hex
         self.created_at = datetime.now(UTC)
         self.fs = fs
         self.alive = True
-        self.running: set[anyio.CancelScope] = set()
+        self.running = set()
 
     def check(self) -> None:
         if not self.alive:
