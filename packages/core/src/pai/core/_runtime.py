@@ -6,6 +6,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
@@ -106,6 +107,7 @@ class AgentRuntime:
         self._closed = False
         self._work = ActiveWork()
         self._roots = RootCache()
+        self._plans: dict[int, _Plan] = {}
         self._agents_by_name = _index_agents(agent)
 
     # -- public surface ---------------------------------------------------------------------
@@ -304,27 +306,41 @@ class AgentRuntime:
 
     # -- capabilities -----------------------------------------------------------------------
 
+    def _plan(self, declared: Mapping[str, Capability[object]]) -> _Plan:
+        # An operation's declarations never change, so what acquiring them needs is worked out
+        # once per operation (dispatch is a hot path) and kept with the mapping it came from.
+        cached = self._plans.get(id(declared))
+        if cached is not None and cached.declared is declared:
+            return cached
+        steps = tuple((token.id, self.bindings[token.id]) for token in declared.values())
+        plan = _Plan(
+            declared=declared,
+            steps=steps,
+            names=tuple((name, token.id) for name, token in declared.items()),
+            walks=any(_walks_to_root(binding) for _, binding in steps),
+        )
+        self._plans[id(declared)] = plan
+        return plan
+
     async def _acquire(
         self, declared: Mapping[str, Capability[object]], thread: ThreadRecord, caller: Caller
     ) -> Capabilities:
         if not declared:
             return EMPTY_CAPABILITIES
-        bindings = {token.id: self.bindings[token.id] for token in declared.values()}
-        root_id: str | None = None
+        plan = self._plan(declared)
         # Only rootThread and custom scopes need the root: the walk runs only when one of this
         # operation's bindings has such a scope.
-        if any(_walks_to_root(binding) for binding in bindings.values()):
-            root_id = await self._root_of(thread)
+        root_id = await self._root_of(thread) if plan.walks else None
         # Derive every key before acquiring any, so a key that cannot be derived fails the
         # operation before any binding has been asked for a facade.
         inputs = [
-            (cap_id, binding, self._acquire_input(binding, cap_id, thread, root_id, caller))
-            for cap_id, binding in bindings.items()
+            self._acquire_input(binding, cap_id, thread, root_id, caller)
+            for cap_id, binding in plan.steps
         ]
         pending: list[tuple[str, Awaitable[object]]] = []
         by_id: dict[str, object] = {}
         failures: list[tuple[str, BaseException]] = []
-        for cap_id, binding, acquire_input in inputs:
+        for (cap_id, binding), acquire_input in zip(plan.steps, inputs, strict=True):
             try:
                 facade = binding.acquire(acquire_input)
             except Exception as error:
@@ -359,8 +375,7 @@ class AgentRuntime:
                 f"could not acquire capabilities for thread {thread.id!r}: {detail}",
                 ids=[cap_id for cap_id, _ in failures],
             ) from failures[0][1]
-        by_name = {name: by_id[token.id] for name, token in declared.items()}
-        return Capabilities(by_name, by_id)
+        return Capabilities({name: by_id[cap_id] for name, cap_id in plan.names}, by_id)
 
     def _acquire_input(
         self,
@@ -668,6 +683,16 @@ class AgentRuntime:
             content=result.text or "",
             output={"thread_id": child.id, "text": result.text},
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What acquiring one operation's capabilities needs, worked out once per operation."""
+
+    declared: Mapping[str, Capability[object]]
+    steps: tuple[tuple[str, CapabilityBinding[object]], ...]
+    names: tuple[tuple[str, str], ...]
+    walks: bool
 
 
 def _walks_to_root(binding: CapabilityBinding[object]) -> bool:
