@@ -59,6 +59,18 @@ from pai.core._pai import AgentEntry as AgentEntry
 from pai.core._pai import Pai as Pai
 from pai.core._pai import UnknownAgentError as UnknownAgentError
 from pai.core._pai import create_pai as create_pai
+from pai.core._plugins import CapabilityRegistration as CapabilityRegistration
+from pai.core._plugins import CapabilitySettings as CapabilitySettings
+from pai.core._plugins import CoreHookSpecs as CoreHookSpecs
+from pai.core._plugins import DuplicateRegistrationError as DuplicateRegistrationError
+from pai.core._plugins import NoOptions as NoOptions
+from pai.core._plugins import PluginError as PluginError
+from pai.core._plugins import PluginInfo as PluginInfo
+from pai.core._plugins import Plugins as Plugins
+from pai.core._plugins import get_plugins as get_plugins
+from pai.core._plugins import hookimpl as hookimpl
+from pai.core._plugins import hookspec as hookspec
+from pai.core._plugins import reset_plugins as reset_plugins
 from pai.core._runtime import AgentRuntime as AgentRuntime
 from pai.core._runtime import create_agent_runtime as create_agent_runtime
 from pai.core._scope import CapabilityScope as CapabilityScope
@@ -83,23 +95,31 @@ __all__ = [
     "CapabilityBinding",
     "CapabilityBindingError",
     "CapabilityConflictError",
+    "CapabilityRegistration",
     "CapabilityScope",
     "CapabilityScopeInput",
+    "CapabilitySettings",
     "Command",
     "CommandContext",
     "CommandInputError",
+    "CoreHookSpecs",
     "DefinitionError",
     "DelegateInput",
     "DisposeInput",
+    "DuplicateRegistrationError",
     "ErrorMessage",
     "InMemoryStorage",
     "InstructionsInput",
     "Message",
     "Model",
     "ModelRequest",
+    "NoOptions",
     "OnRuntimeError",
     "Pai",
     "PaiError",
+    "PluginError",
+    "PluginInfo",
+    "Plugins",
     "Requirement",
     "RunResult",
     "RuntimeClosedError",
@@ -133,6 +153,10 @@ __all__ = [
     "define_capability",
     "define_command",
     "define_tool",
+    "get_plugins",
+    "hookimpl",
+    "hookspec",
     "instance_key",
     "message_adapter",
+    "reset_plugins",
 ]

@@ -25,6 +25,14 @@ from pai.sandbox._paths import RESERVED as RESERVED
 from pai.sandbox._paths import WORKSPACE as WORKSPACE
 from pai.sandbox._paths import check_seed as check_seed
 from pai.sandbox._paths import resolve_path as resolve_path
+from pai.sandbox._plugin import DEFAULT_PROVIDER as DEFAULT_PROVIDER
+from pai.sandbox._plugin import ProviderOptionsError as ProviderOptionsError
+from pai.sandbox._plugin import SandboxHookSpecs as SandboxHookSpecs
+from pai.sandbox._plugin import SandboxProviderRegistration as SandboxProviderRegistration
+from pai.sandbox._plugin import SandboxSettings as SandboxSettings
+from pai.sandbox._plugin import UnknownProviderError as UnknownProviderError
+from pai.sandbox._plugin import build_provider as build_provider
+from pai.sandbox._plugin import sandbox_providers as sandbox_providers
 from pai.sandbox._provider import OutputCallback as OutputCallback
 from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
 from pai.sandbox._provider import SandboxInstance as SandboxInstance
@@ -46,6 +54,7 @@ from pai.sandbox._types import SeedFile as SeedFile
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
+    "DEFAULT_PROVIDER",
     "DEFAULT_TIMEOUT",
     "RESERVED",
     "WORKSPACE",
@@ -56,6 +65,7 @@ __all__ = [
     "InstanceInfo",
     "OutputCallback",
     "ProviderFeatures",
+    "ProviderOptionsError",
     "RawCommandResult",
     "Sandbox",
     "SandboxClosedError",
@@ -64,6 +74,7 @@ __all__ = [
     "SandboxFileExistsError",
     "SandboxFileNotFoundError",
     "SandboxHandle",
+    "SandboxHookSpecs",
     "SandboxInputError",
     "SandboxInstance",
     "SandboxIsADirectoryError",
@@ -71,11 +82,15 @@ __all__ = [
     "SandboxPathError",
     "SandboxProvider",
     "SandboxProviderError",
+    "SandboxProviderRegistration",
     "SandboxService",
     "SandboxSessionManager",
+    "SandboxSettings",
     "SandboxVanishedError",
     "SeedFile",
     "SeedPathError",
+    "UnknownProviderError",
+    "build_provider",
     "check_seed",
     "create_sandbox",
     "create_sandbox_service",
@@ -83,4 +98,5 @@ __all__ = [
     "resolve_path",
     "sandbox",
     "sandbox_capability",
+    "sandbox_providers",
 ]

@@ -1,0 +1,327 @@
+"""Plugin discovery: pluggy hooks, loaded from the ``pai`` entry-point group.
+
+A distribution joins the ecosystem by declaring an entry point in the ``pai`` group whose target
+is a module (or object) of hook implementations::
+
+    [project.entry-points.pai]
+    acme-vault = "acme_vault._plugin"
+
+and implementing hooks with :data:`hookimpl`. The core's hooks (:class:`CoreHookSpecs`) register
+capability packages and extend the CLI; a plugin can add hookspecs of its own through
+:meth:`CoreHookSpecs.pai_add_hookspecs` (as ``pai.sandbox`` does for sandbox providers), the way
+pytest plugins add hooks. Callers never touch ``pm.hook``: :class:`Plugins` wraps every hook in a
+typed method.
+
+Entry points are imported once, by :func:`get_plugins` (cached), never at import time. A plugin
+that fails to import is skipped and reported with its distribution and error (``pai plugins``
+shows it); ``PAI_STRICT_PLUGINS=1`` makes that fatal. ``PAI_LOAD_PLUGINS`` (comma-separated
+distribution or entry-point names) limits loading to those; set but empty, it loads none.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
+
+import pluggy
+from pydantic import BaseModel, ConfigDict
+
+from pai.core._binding import CapabilityBinding
+from pai.core._capability import Capability
+from pai.core._errors import PaiError, UserError
+
+if TYPE_CHECKING:
+    import click
+
+PROJECT = "pai"
+"""The pluggy project name, and the entry-point group plugins are found in."""
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+"""Marks a hook specification (for plugins that add hookspecs of their own)."""
+
+hookimpl = pluggy.HookimplMarker(PROJECT)
+"""Marks a hook implementation: decorate your plugin's hook functions with it."""
+
+_log = logging.getLogger("pai.core.plugins")
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+class NoOptions(BaseModel):
+    """The options model of a registration that takes no options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilitySettings(Generic[OptionsT]):
+    """What a capability package's binding factory receives: the configured scope and options.
+
+    ``options`` is already validated by the registration's options model. ``section`` is the
+    configuration section they came from, for error messages (``[capabilities.acme.vault]``).
+    """
+
+    scope: str | None
+    options: OptionsT
+    section: str
+    raw: Mapping[str, Any] = field(default_factory=dict[str, Any])
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityRegistration:
+    """A capability package, as its plugin registers it.
+
+    ``factory(settings)`` builds the binding from validated options; ``options`` is the pydantic
+    model that validates them (``extra="forbid"`` so a typo is an error naming the key).
+    ``install_hint`` says what to install to get it (``pip install acme-vault``).
+
+    Example::
+
+        @hookimpl
+        def pai_capabilities() -> list[CapabilityRegistration]:
+            return [
+                CapabilityRegistration(
+                    capability=vault,
+                    factory=lambda settings: vault_capability(settings.options.url),
+                    options=VaultOptions,
+                    description="Secrets from the Acme vault.",
+                    install_hint="pip install acme-vault",
+                )
+            ]
+    """
+
+    capability: Capability[Any]
+    factory: Callable[[CapabilitySettings[Any]], CapabilityBinding[Any]]
+    options: type[BaseModel] = NoOptions
+    description: str = ""
+    install_hint: str = ""
+    distribution: str = ""
+    """Filled in by the plugin manager: the distribution whose plugin registered it."""
+
+    @property
+    def id(self) -> str:
+        """The capability id."""
+        return self.capability.id
+
+
+class CoreHookSpecs:
+    """The hooks of pai-core. Plugins implement any of them with :data:`hookimpl`."""
+
+    @hookspec
+    def pai_add_hookspecs(self, plugins: Plugins) -> None:
+        """Add hookspecs of your own with ``plugins.add_hookspecs(YourSpecs)``.
+
+        Called once for every plugin as it is registered, before any other hook is called.
+        """
+
+    @hookspec
+    def pai_capabilities(self) -> Sequence[CapabilityRegistration]:
+        """Return the capability packages this plugin provides."""
+        raise NotImplementedError
+
+    @hookspec
+    def pai_cli(self, cli: click.Group) -> None:
+        """Add commands to the ``pai`` command line: ``cli.add_command(your_group)``."""
+
+
+class PluginError(PaiError):
+    """Plugins could not be loaded or conflict (a strict load failed, a duplicate name)."""
+
+
+class DuplicateRegistrationError(PluginError, UserError):
+    """Two plugins register one name."""
+
+
+PluginStatus = Literal["loaded", "failed", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginInfo:
+    """One entry point of the ``pai`` group and what became of it."""
+
+    name: str
+    distribution: str
+    version: str
+    status: PluginStatus
+    hooks: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def _distribution_of(entry_point: importlib.metadata.EntryPoint) -> tuple[str, str]:
+    dist = entry_point.dist
+    if dist is None:
+        return "<unknown>", ""
+    return dist.metadata["Name"] or dist.name, dist.version
+
+
+def _selected() -> set[str] | None:
+    raw = os.environ.get("PAI_LOAD_PLUGINS")
+    if raw is None:
+        return None
+    return {part.strip().lower() for part in raw.split(",") if part.strip()}
+
+
+def _strict() -> bool:
+    return os.environ.get("PAI_STRICT_PLUGINS", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+class Plugins:
+    """The loaded plugins, with a typed method per hook. Get it with :func:`get_plugins`."""
+
+    def __init__(self, manager: pluggy.PluginManager | None = None) -> None:
+        self.manager = manager if manager is not None else pluggy.PluginManager(PROJECT)
+        if manager is None:
+            self.manager.add_hookspecs(CoreHookSpecs)
+        self._info: list[PluginInfo] = []
+        self._distributions: dict[str, str] = {}
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def add_hookspecs(self, specs: type) -> None:
+        """Add a plugin's own hookspecs (from its ``pai_add_hookspecs`` implementation)."""
+        self.manager.add_hookspecs(specs)
+
+    def register(self, plugin: object, *, name: str, distribution: str = "<code>") -> None:
+        """Register a plugin object (a module or instance with hook implementations)."""
+        self.manager.register(plugin, name=name)
+        self._distributions[name] = distribution
+        # A plugin's own hookspecs must exist before any hook is called, so its
+        # pai_add_hookspecs runs now, for this plugin only.
+        impl = getattr(plugin, "pai_add_hookspecs", None)
+        if callable(impl):
+            impl(plugins=self)
+
+    def load_entry_points(self) -> None:
+        """Import and register every plugin of the ``pai`` entry-point group (see module doc)."""
+        selected = _selected()
+        strict = _strict()
+        for entry_point in sorted(
+            importlib.metadata.entry_points(group=PROJECT), key=lambda e: e.name
+        ):
+            distribution, version = _distribution_of(entry_point)
+            if selected is not None and not (
+                {entry_point.name.lower(), distribution.lower()} & selected
+            ):
+                self._info.append(PluginInfo(entry_point.name, distribution, version, "skipped"))
+                continue
+            if self.manager.has_plugin(entry_point.name):
+                continue
+            try:
+                plugin = entry_point.load()
+                self.register(plugin, name=entry_point.name, distribution=distribution)
+            except Exception as error:
+                message = f"{type(error).__name__}: {error}"
+                if strict:
+                    raise PluginError(
+                        f"plugin {entry_point.name!r} from {distribution} {version} failed to "
+                        f"load: {message}. Fix or uninstall it, or unset PAI_STRICT_PLUGINS to "
+                        "skip broken plugins"
+                    ) from error
+                _log.warning(
+                    "skipping plugin %r from %s %s: %s",
+                    entry_point.name,
+                    distribution,
+                    version,
+                    message,
+                )
+                self._info.append(
+                    PluginInfo(entry_point.name, distribution, version, "failed", error=message)
+                )
+                continue
+            hooks = tuple(
+                sorted(caller.name for caller in self.manager.get_hookcallers(plugin) or ())
+            )
+            self._info.append(PluginInfo(entry_point.name, distribution, version, "loaded", hooks))
+
+    # -- typed hook wrappers --------------------------------------------------------------------
+
+    def distribution_of(self, plugin_name: str) -> str:
+        """The distribution a registered plugin came from."""
+        return self._distributions.get(plugin_name, "<code>")
+
+    def plugins(self) -> list[PluginInfo]:
+        """Every entry point seen, loaded or not, for ``pai plugins``."""
+        return list(self._info)
+
+    def collect(self, hook_name: str) -> list[tuple[str, Any]]:
+        """Call a registration hook on every plugin; return ``(distribution, record)`` pairs."""
+        results: list[tuple[str, Any]] = []
+        caller: pluggy.HookCaller = getattr(self.manager.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            # Called one plugin at a time so each record is known to come from its distribution.
+            records = cast("Sequence[object] | None", impl.function())
+            distribution = self.distribution_of(impl.plugin_name)
+            results.extend((distribution, record) for record in records or ())
+        return results
+
+    def capabilities(self) -> dict[str, CapabilityRegistration]:
+        """Every registered capability package, by capability id."""
+        found: dict[str, CapabilityRegistration] = {}
+        for distribution, record in self.collect("pai_capabilities"):
+            if not isinstance(record, CapabilityRegistration):
+                raise PluginError(
+                    f"a pai_capabilities hook of {distribution} returned {record!r}; return "
+                    "CapabilityRegistration values"
+                )
+            existing = found.get(record.id)
+            if existing is not None:
+                raise DuplicateRegistrationError(
+                    f"capability {record.id!r} is registered twice: by {existing.distribution} "
+                    f"and by {distribution}; uninstall one of them"
+                )
+            found[record.id] = _with_distribution(record, distribution)
+        return found
+
+    def extend_cli(self, cli: click.Group) -> None:
+        """Let every plugin add its commands to ``cli``."""
+        self.manager.hook.pai_cli(cli=cli)
+
+
+def _with_distribution(record: CapabilityRegistration, distribution: str) -> CapabilityRegistration:
+    return CapabilityRegistration(
+        capability=record.capability,
+        factory=record.factory,
+        options=record.options,
+        description=record.description,
+        install_hint=record.install_hint,
+        distribution=distribution,
+    )
+
+
+@functools.cache
+def get_plugins() -> Plugins:
+    """The process's plugins: built on first call (entry points imported then), then cached.
+
+    Tests that change installed plugins or ``PAI_*`` variables call :func:`reset_plugins`.
+    """
+    plugins = Plugins()
+    plugins.load_entry_points()
+    return plugins
+
+
+def reset_plugins() -> None:
+    """Forget the cached plugins, so the next :func:`get_plugins` loads them again."""
+    get_plugins.cache_clear()
+
+
+__all__ = [
+    "PROJECT",
+    "CapabilityRegistration",
+    "CapabilitySettings",
+    "CoreHookSpecs",
+    "DuplicateRegistrationError",
+    "NoOptions",
+    "PluginError",
+    "PluginInfo",
+    "PluginStatus",
+    "Plugins",
+    "get_plugins",
+    "hookimpl",
+    "hookspec",
+    "reset_plugins",
+]
