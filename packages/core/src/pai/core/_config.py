@@ -13,11 +13,11 @@ from typing import Any
 
 from pai.core._agent import Requirement
 from pai.core._binding import CapabilityBinding
-from pai.core._errors import PaiError, UserError
+from pai.core._errors import UserError
 from pai.core._plugins import Plugins
 
 
-class ConfigError(PaiError, UserError, ValueError):
+class ConfigError(UserError, ValueError):
     """The configuration is malformed, names something not installed, or lacks a binding.
 
     Every message names the file (or variable), the key, and the fix.
