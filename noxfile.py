@@ -13,7 +13,7 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "examples"]
+nox.options.sessions = ["lint", "typecheck", "tests", "capability_package", "examples", "e2e"]
 nox.options.error_on_external_run = True
 
 ROOT = Path(__file__).parent
@@ -100,11 +100,36 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def capability_package(session: nox.Session) -> None:
+    """examples/acme-vault, the third-party capability package template, in isolation: its own
+    tests (the binding conformance suite among them) and pyright strict on its source."""
+    example = ROOT / "examples" / "acme-vault"
+    pyproject = tomllib.loads((example / "pyproject.toml").read_text())
+    session.install(
+        "-e",
+        "packages/core",
+        "-e",
+        "examples/acme-vault",
+        "pyright[nodejs]>=1.1.390",
+        *nox.project.dependency_groups(pyproject, "test"),
+    )
+    session.run("pytest", "-c", str(example / "pyproject.toml"), str(example / "tests"))
+    session.run("pyright", "-p", str(example), "--pythonpath", str(Path(session.bin) / "python"))
+
+
+@nox.session(python=PYTHON)
+def e2e(session: nox.Session) -> None:
+    """The real install path: build wheels, pip-install them into a fresh venv, run `pai` there."""
+    session.install("pytest>=8.3")
+    session.run("pytest", "tests/e2e", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def examples(session: nox.Session) -> None:
     """Every runnable example, start to finish (the README's main job among them)."""
     editable = [arg for folder in PACKAGES.values() for arg in ("-e", f"packages/{folder}")]
     session.install(*editable)
-    for script in sorted((ROOT / "examples").glob("*.py")):
+    for script in sorted((ROOT / "examples").glob("*.py")):  # runnable scripts, not packages
         session.run("python", str(script))
 
 

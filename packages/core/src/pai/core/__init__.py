@@ -19,10 +19,15 @@ from pai.core._binding import ScopeLabel as ScopeLabel
 from pai.core._binding import create_capability_binding as create_capability_binding
 from pai.core._capability import Capability as Capability
 from pai.core._capability import define_capability as define_capability
+from pai.core._config import PaiConfig as PaiConfig
+from pai.core._config import bindings_from_config as bindings_from_config
+from pai.core._config import capability_binding as capability_binding
+from pai.core._config import load_config as load_config
 from pai.core._errors import CapabilityAcquireError as CapabilityAcquireError
 from pai.core._errors import CapabilityBindingError as CapabilityBindingError
 from pai.core._errors import CapabilityConflictError as CapabilityConflictError
 from pai.core._errors import CommandInputError as CommandInputError
+from pai.core._errors import ConfigError as ConfigError
 from pai.core._errors import DefinitionError as DefinitionError
 from pai.core._errors import PaiError as PaiError
 from pai.core._errors import RuntimeClosedError as RuntimeClosedError
@@ -102,6 +107,7 @@ __all__ = [
     "Command",
     "CommandContext",
     "CommandInputError",
+    "ConfigError",
     "CoreHookSpecs",
     "DefinitionError",
     "DelegateInput",
@@ -116,6 +122,7 @@ __all__ = [
     "NoOptions",
     "OnRuntimeError",
     "Pai",
+    "PaiConfig",
     "PaiError",
     "PluginError",
     "PluginInfo",
@@ -146,6 +153,8 @@ __all__ = [
     "UnknownCommandError",
     "UserError",
     "UserMessage",
+    "bindings_from_config",
+    "capability_binding",
     "create_agent_runtime",
     "create_capability_binding",
     "create_pai",
@@ -157,6 +166,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "instance_key",
+    "load_config",
     "message_adapter",
     "reset_plugins",
 ]

@@ -1,27 +1,81 @@
 """Configuration: which implementation binds each capability, from files, environment and code.
 
-THIS MODULE IS A SPECIFICATION STUB: the signatures below are the contract other modules code
-against; the implementation is being written.
+Where it comes from, lowest precedence first:
+
+1. **A file**: ``pai.toml``, or the ``[tool.pai]`` table of a ``pyproject.toml``, in the working
+   directory or the nearest folder above it that has one. In one folder ``pai.toml`` wins over
+   ``pyproject.toml``; the search stops at the first file found (a ``pyproject.toml`` without
+   ``[tool.pai]`` does not count)::
+
+       [capabilities.sandbox]
+       scope = "thread"
+       provider = "docker"
+
+       [capabilities.sandbox.docker]
+       image = "python:3.12-slim"
+
+   A prefixed capability id is a nested table, ``[capabilities.acme.vault]``, or a quoted key,
+   ``[capabilities."acme.vault"]``: one or the other, not both.
+
+2. **Environment variables**: ``PAI_<KEY>__<KEY>__...=<value>`` sets one value. ``__`` separates
+   the levels of the key path, and the names are lowercased, so
+   ``PAI_CAPABILITIES__SANDBOX__PROVIDER=docker`` sets ``capabilities.sandbox.provider`` and
+   ``PAI_CAPABILITIES__ACME__VAULT__URL=https://vault`` sets ``url`` of ``acme.vault`` (into
+   whichever of the two forms the file wrote that table in). The value is read as a TOML value
+   when it is one (``5``, ``2.5``, ``true``, ``"quoted text"``, ``[1, 2]``, ``{ a = 1 }``) and as
+   a plain string otherwise (``docker``). Not configuration: variables without ``__``
+   (``PAI_HOME``), and the switches ``PAI_STRICT_PLUGINS``, ``PAI_LOAD_PLUGINS`` and
+   ``PAI_REQUIRE_DOCKER``. Keys with uppercase letters cannot be set this way; set those in the
+   file or in code.
+
+3. **Code**: ``load_config(overrides={...})``, a nested mapping, on top of everything.
+
+:class:`PaiConfig` records where every value came from (``pai config`` shows it).
+:func:`create_agent_runtime` and :func:`create_pai` read configuration only for capabilities not
+bound in code, through :func:`bindings_from_config`: each is built by the capability package a
+plugin registered for its id, from the options in its ``[capabilities.<id>]`` table (validated by
+the package's pydantic model; ``scope`` is the binding's scope).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import json
+import logging
+import os
+import re
+import tomllib
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from pai.core._agent import Requirement
 from pai.core._binding import CapabilityBinding
-from pai.core._errors import UserError
-from pai.core._plugins import Plugins
+from pai.core._errors import ConfigError, UserError
+from pai.core._plugins import CapabilityRegistration, CapabilitySettings, Plugins, get_plugins
+from pai.core._scope import SCOPE_KINDS
 
+_log = logging.getLogger("pai.core.config")
 
-class ConfigError(UserError, ValueError):
-    """The configuration is malformed, names something not installed, or lacks a binding.
+CONFIG_FILE = "pai.toml"
+"""The configuration file's name."""
 
-    Every message names the file (or variable), the key, and the fix.
-    """
+PYPROJECT = "pyproject.toml"
+"""The other file configuration is read from, in its ``[tool.pai]`` table."""
+
+ENV_PREFIX = "PAI_"
+"""The prefix of configuration variables (``PAI_CAPABILITIES__SANDBOX__PROVIDER``)."""
+
+NOT_CONFIG = frozenset({"PAI_STRICT_PLUGINS", "PAI_LOAD_PLUGINS", "PAI_REQUIRE_DOCKER"})
+"""``PAI_`` variables that are switches, not configuration."""
+
+KeyPath = tuple[str, ...]
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +94,91 @@ class PaiConfig:
     def capability(self, capability_id: str) -> Mapping[str, Any] | None:
         """The section of one capability (``acme.vault`` is ``[capabilities.acme.vault]`` or
         ``[capabilities."acme.vault"]``), or ``None`` when the configuration has none."""
-        raise NotImplementedError
+        found = _section(self, capability_id)
+        return None if found is None else found[1]
 
     def flat(self) -> list[tuple[str, Any, str]]:
         """Every leaf as ``(dotted key, value, source)``, sorted by key (for ``pai config``)."""
-        raise NotImplementedError
+        rows = [
+            (render_key(path), value, self.sources.get(path, "default"))
+            for path, value in _leaves(self.data, ())
+        ]
+        return sorted(rows, key=lambda row: row[0])
+
+
+def _section(config: PaiConfig, capability_id: str) -> tuple[KeyPath, Mapping[str, Any]] | None:
+    """The key path of a capability's table, and the table; ``None`` when it has none."""
+    capabilities = config.data.get("capabilities", _MISSING)
+    if capabilities is _MISSING:
+        return None
+    if not isinstance(capabilities, Mapping):
+        raise ConfigError(
+            f"capabilities = {capabilities!r} ({_origin(config, ('capabilities',))}) is not a "
+            "table; write one table per capability, such as [capabilities.sandbox]"
+        )
+    parts = tuple(capability_id.split("."))
+    candidates: list[KeyPath] = [("capabilities", *parts)]
+    if len(parts) > 1:
+        candidates.append(("capabilities", capability_id))
+    found = [
+        (path, value)
+        for path in candidates
+        if (value := _lookup(config.data, path)) is not _MISSING
+    ]
+    if not found:
+        return None
+    if len(found) > 1:
+        (nested, _), (quoted, _) = found
+        raise ConfigError(
+            f"capability {capability_id!r} is configured twice: as [{render_key(nested)}] "
+            f"({_origin(config, nested)}) and as [{render_key(quoted)}] "
+            f"({_origin(config, quoted)}); merge them into one table, in one of the two forms",
+            ids=(capability_id,),
+        )
+    path, value = found[0]
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{render_key(path)} = {value!r} ({_origin(config, path)}) is not a table; "
+            f"configure capability {capability_id!r} as a table: [capabilities.{capability_id}]",
+            ids=(capability_id,),
+        )
+    return path, cast("Mapping[str, Any]", value)
+
+
+def _origin(config: PaiConfig, path: KeyPath) -> str:
+    """Where the value at ``path`` (or the values of the table there) came from, for messages.
+
+    For a key that is not set: where its table's values came from, or the file read.
+    """
+    exact = config.sources.get(path)
+    if exact is not None:
+        return describe_source(exact)
+    for size in range(len(path), 0, -1):
+        prefix = path[:size]
+        below = sorted({src for key, src in config.sources.items() if key[:size] == prefix})
+        if below:
+            return ", ".join(describe_source(source) for source in below)
+    if config.files:
+        return describe_source(str(config.files[0]))
+    return "not configured"
+
+
+def render_key(path: Sequence[str]) -> str:
+    """A key path as TOML writes it: ``capabilities."acme.vault".url``."""
+    return ".".join(part if _BARE_KEY.fullmatch(part) else json.dumps(part) for part in path)
+
+
+def describe_source(source: str) -> str:
+    """A value's source (as :attr:`PaiConfig.sources` records it) for a person to read."""
+    if source.startswith("env "):
+        return f"environment variable {source[4:]}"
+    if source == "code":
+        return "code (load_config overrides=)"
+    if source == "default":
+        return "the defaults"
+    if Path(source).name == PYPROJECT:
+        return f"{source} [tool.pai]"
+    return source
 
 
 def load_config(
@@ -56,7 +190,36 @@ def load_config(
     """Read ``pai.toml`` or ``[tool.pai]`` of ``pyproject.toml``, searching from ``start`` (the
     working directory) upward; apply ``PAI_*`` environment overrides
     (``PAI_CAPABILITIES__SANDBOX__PROVIDER=docker``) and then ``overrides`` from code."""
-    raise NotImplementedError
+    data: dict[str, Any] = {}
+    sources: dict[KeyPath, str] = {}
+    files: list[Path] = []
+    found = _find_file(Path.cwd() if start is None else Path(start))
+    if found is not None:
+        path, table = found
+        files.append(path)
+        data = table
+        sources.update((key, str(path)) for key, _ in _leaves(table, ()))
+    env = os.environ if environ is None else environ
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name in NOT_CONFIG:
+            continue
+        rest = name[len(ENV_PREFIX) :]
+        if "__" not in rest:
+            continue
+        segments = tuple(rest.lower().split("__"))
+        if not all(segments):
+            raise ConfigError(
+                f"environment variable {name} has an empty key between its '__' separators; "
+                "write PAI_<KEY>__<KEY>..., e.g. PAI_CAPABILITIES__SANDBOX__PROVIDER=docker, "
+                "or unset it"
+            )
+        value = _env_value(env[name])
+        for key, leaf in _flatten(segments, value, f"environment variable {name}"):
+            _assign(data, sources, key, leaf, f"env {name}")
+    if overrides:
+        for key, leaf in _flatten((), overrides, "load_config(overrides=...)"):
+            _assign(data, sources, key, leaf, "code")
+    return PaiConfig(data=data, sources=sources, files=tuple(files))
 
 
 def bindings_from_config(
@@ -67,12 +230,481 @@ def bindings_from_config(
     bound: Collection[str] = (),
 ) -> dict[str, CapabilityBinding[object]]:
     """Bindings for every required capability id not in ``bound``, built by the capability
-    packages plugins registered, from their configuration sections."""
-    raise NotImplementedError
+    packages plugins registered, from their configuration sections.
+
+    ``config`` defaults to :func:`load_config` (read only when some capability it could bind is
+    unbound); ``plugins`` to :func:`~pai.core.get_plugins`. Every problem is reported in one
+    :class:`ConfigError`: an id no installed plugin provides, an invalid option (naming the file
+    or variable, the key and the valid keys), required options missing (with the TOML that would
+    bind it), or the capability package's own error (an unknown sandbox provider, say).
+    """
+    resolution = resolve_from_config(requirements, config=config, plugins=plugins, bound=bound)
+    problems = resolution.problems
+    if problems:
+        raise ConfigError(
+            "configuration cannot bind every capability that is needed:\n"
+            + "\n".join(_bullet(problems[cap_id]) for cap_id in sorted(problems)),
+            ids=sorted(problems),
+        ) from resolution.cause
+    return resolution.bindings
 
 
 def capability_binding(
     capability_id: str, *, config: PaiConfig | None = None, plugins: Plugins | None = None
 ) -> CapabilityBinding[object]:
     """The binding configuration gives one capability (for tools such as the CLI)."""
-    raise NotImplementedError
+    plugins = plugins if plugins is not None else get_plugins()
+    registrations = plugins.capabilities()
+    registration = registrations.get(capability_id)
+    if registration is None:
+        raise ConfigError(
+            _not_provided(capability_id, (), plugins, registrations, config),
+            ids=(capability_id,),
+        )
+    requirement = Requirement(capability=registration.capability, declared_by=())
+    return bindings_from_config(
+        {capability_id: requirement},
+        config=config if config is not None else load_config(),
+        plugins=plugins,
+    )[capability_id]
+
+
+# -- binding from configuration ------------------------------------------------------------------
+
+
+def config_needed(
+    requirements: Mapping[str, Requirement], bound: Collection[str], plugins: Plugins
+) -> bool:
+    """Whether binding ``requirements`` needs the configuration: some unbound id has a package."""
+    missing = requirements.keys() - set(bound)
+    return bool(missing) and not missing.isdisjoint(plugins.capabilities())
+
+
+@dataclass(slots=True)
+class Resolution:
+    """What configuration made of the capabilities code left unbound.
+
+    ``problems`` explains, per id, why one could not be bound; ``causes`` holds the underlying
+    error of those that failed in validation or in their package's factory.
+    """
+
+    bindings: dict[str, CapabilityBinding[object]] = field(
+        default_factory=dict[str, CapabilityBinding[object]]
+    )
+    problems: dict[str, str] = field(default_factory=dict[str, str])
+    causes: dict[str, BaseException] = field(default_factory=dict[str, BaseException])
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The first underlying error (by id), to chain a :class:`ConfigError` from."""
+        return self.causes[min(self.causes)] if self.causes else None
+
+
+def resolve_from_config(
+    requirements: Mapping[str, Requirement],
+    *,
+    config: PaiConfig | None,
+    plugins: Plugins | None,
+    bound: Collection[str],
+) -> Resolution:
+    """Bind every unbound requirement from configuration, collecting every problem.
+
+    Reads the configuration (when ``config`` is ``None``) only if a capability package is
+    installed for one of the unbound ids; builds every binding it can, so one error can report
+    every problem.
+    """
+    resolution = Resolution()
+    missing = sorted(requirements.keys() - set(bound))
+    if not missing:
+        return resolution
+    plugins = plugins if plugins is not None else get_plugins()
+    registrations = plugins.capabilities()
+    if config is None and any(cap_id in registrations for cap_id in missing):
+        config = load_config()
+    for cap_id in missing:
+        declared_by = requirements[cap_id].declared_by
+        registration = registrations.get(cap_id)
+        if registration is None:
+            resolution.problems[cap_id] = _not_provided(
+                cap_id, declared_by, plugins, registrations, config
+            )
+            continue
+        assert config is not None
+        _bind_one(cap_id, declared_by, registration, config, plugins, resolution)
+    return resolution
+
+
+def _subject(cap_id: str, declared_by: Sequence[str]) -> str:
+    if not declared_by:
+        return f"capability {cap_id!r}"
+    return f"{cap_id!r} (declared by {', '.join(declared_by)})"
+
+
+def _bind_one(
+    cap_id: str,
+    declared_by: Sequence[str],
+    registration: CapabilityRegistration,
+    config: PaiConfig,
+    plugins: Plugins,
+    resolution: Resolution,
+) -> None:
+    problems, causes = resolution.problems, resolution.causes
+    subject = _subject(cap_id, declared_by)
+    table = f"[capabilities.{cap_id}]"
+    try:
+        found = _section(config, cap_id)
+    except ConfigError as error:
+        problems[cap_id] = f"{subject}: {error}"
+        causes[cap_id] = error
+        return
+    if found is None:
+        path: KeyPath = ("capabilities", *cap_id.split("."))
+        section: Mapping[str, Any] = {}
+    else:
+        path, section = found
+    options_input = dict(section)
+    scope = options_input.pop("scope", None)
+    lines: list[str] = []
+    if scope is not None and scope not in SCOPE_KINDS:
+        lines.append(
+            f"capabilities.{cap_id}.scope = {scope!r} ({_origin(config, (*path, 'scope'))}): "
+            f"not a scope; use one of {', '.join(repr(kind) for kind in SCOPE_KINDS)}"
+        )
+    options: BaseModel | None = None
+    required_missing: list[str] = []
+    try:
+        options = registration.options.model_validate(options_input)
+    except ValidationError as error:
+        causes[cap_id] = error
+        for problem in error.errors():
+            loc = tuple(str(part) for part in problem["loc"])
+            key = ".".join((f"capabilities.{cap_id}", *loc))
+            if problem["type"] == "missing":
+                if len(loc) == 1:
+                    required_missing.append(loc[0])
+                lines.append(f"{key}: required, and not set")
+                continue
+            what = problem["msg"]
+            if problem["type"] == "extra_forbidden":
+                what = "unknown key"
+                import difflib  # only on this error path
+
+                close = difflib.get_close_matches(loc[-1], _keys(registration.options), n=1)
+                if close:
+                    what += f"; did you mean {close[0]!r}?"
+            origin = _origin(config, (*path, *loc))
+            lines.append(f"{key} = {problem['input']!r} ({origin}): {what}")
+    if lines:
+        target = config.files[0] if config.files else Path(CONFIG_FILE)
+        package = registration.distribution or "its capability package"
+        if found is None and len(lines) == len(required_missing):
+            # Nothing configured at all, and the package needs options: show what to write.
+            problems[cap_id] = (
+                f"{subject} is not bound: it is not bound in code, and {package}, which "
+                f"provides it, needs {table} with {', '.join(required_missing)}, which is not "
+                f"configured. Add to {target}:\n\n"
+                f"{_snippet(cap_id, registration.options, required_missing, target)}\n\n"
+                f"or bind it in code with capabilities={{{cap_id!r}: <binding>}}"
+            )
+            return
+        message = (
+            f"{subject} is configured wrongly ({table} of {package}):\n"
+            + "\n".join(f"  {line}" for line in lines)
+            + f"\nValid keys of {table}: {_valid_keys(registration.options)}. "
+            f"Fix them in {_origin(config, path)}"
+        )
+        if required_missing:
+            message += (
+                f"; for example, in {target}:\n\n"
+                f"{_snippet(cap_id, registration.options, required_missing, target)}"
+            )
+        problems[cap_id] = message
+        return
+    assert options is not None
+    settings = CapabilitySettings(
+        scope=cast("str | None", scope),
+        options=options,
+        section=table,
+        raw=section,
+        plugins=plugins,
+    )
+    if found is None:
+        searched = f" in {describe_source(str(config.files[0]))}" if config.files else ""
+        where = f"its defaults ({table} is not configured{searched})"
+    else:
+        where = f"{table} ({_origin(config, path)})"
+    try:
+        binding = cast("object", registration.factory(settings))  # a plugin may get it wrong
+    except UserError as error:
+        problems[cap_id] = f"{subject} could not be bound from {where}: {error}"
+        causes[cap_id] = error
+        return
+    if (
+        not isinstance(binding, CapabilityBinding)
+        or cast("CapabilityBinding[object]", binding).capability.id != cap_id
+    ):
+        dist = registration.distribution or "the capability package"
+        problems[cap_id] = (
+            f"{subject}: the factory of {dist} returned {binding!r}, not a binding for "
+            f"{cap_id!r}; that is a bug in {dist} (report it); meanwhile bind {cap_id!r} in "
+            f"code with capabilities={{{cap_id!r}: <binding>}}"
+        )
+        return
+    _log.debug("bound capability %r from %s", cap_id, where)
+    resolution.bindings[cap_id] = cast("CapabilityBinding[object]", binding)
+
+
+def _not_provided(
+    cap_id: str,
+    declared_by: Sequence[str],
+    plugins: Plugins,
+    registrations: Mapping[str, CapabilityRegistration],
+    config: PaiConfig | None,
+) -> str:
+    if declared_by:
+        head = (
+            f"{cap_id!r} is not bound (declared by {', '.join(declared_by)}); bind it in code with "
+            f"capabilities={{{cap_id!r}: <binding>}}, or install the package that provides it"
+        )
+    else:
+        head = f"no installed plugin provides capability {cap_id!r}; install the package that does"
+    installed = ", ".join(
+        f"{known!r} from {registration.distribution}"
+        for known, registration in sorted(registrations.items())
+    )
+    notes = [
+        f"no installed plugin registers {cap_id!r} (installed capability packages: "
+        f"{installed or 'none'})"
+    ]
+    infos = plugins.plugins()
+    failed = [info for info in infos if info.status == "failed"]
+    if failed:
+        notes.append(
+            "plugins that failed to load, one of which may provide it: "
+            + ", ".join(f"{info.name!r} from {info.distribution} ({info.error})" for info in failed)
+        )
+    skipped = [info.distribution for info in infos if info.status == "skipped"]
+    if skipped:
+        notes.append(f"PAI_LOAD_PLUGINS leaves out: {', '.join(sorted(set(skipped)))}")
+    if config is not None:
+        try:
+            found = _section(config, cap_id)
+        except ConfigError:
+            found = None
+        if found is not None:
+            notes.append(
+                f"[capabilities.{cap_id}] is configured ({_origin(config, found[0])}), but "
+                "nothing installed reads it"
+            )
+    return f"{head}: {'; '.join(notes)}"
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return ["scope", *(info.alias or name for name, info in model.model_fields.items())]
+
+
+def _valid_keys(model: type[BaseModel]) -> str:
+    keys = ["scope"]
+    for name, info in model.model_fields.items():
+        key = info.alias or name
+        keys.append(f"{key} (required)" if info.is_required() else key)
+    return ", ".join(sorted(keys))
+
+
+def _placeholder(info: FieldInfo | None) -> str:
+    annotation = None if info is None else info.annotation
+    if annotation is None or annotation is str:
+        return '"..."'
+    return f"<{getattr(annotation, '__name__', str(annotation))}>"
+
+
+def _snippet(cap_id: str, model: type[BaseModel], keys: Sequence[str], target: Path) -> str:
+    prefix = "tool.pai." if target.name == PYPROJECT else ""
+    fields = {info.alias or name: info for name, info in model.model_fields.items()}
+    lines = [f"    [{prefix}capabilities.{cap_id}]"]
+    lines.extend(f"    {key} = {_placeholder(fields.get(key))}" for key in keys)
+    return "\n".join(lines)
+
+
+def _bullet(text: str) -> str:
+    return "  - " + text.replace("\n", "\n    ")
+
+
+# -- reading and merging -------------------------------------------------------------------------
+
+
+def _find_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for directory in (folder, *folder.parents):
+        candidate = directory / CONFIG_FILE
+        if candidate.is_file():
+            return candidate, _read_toml(candidate)
+        candidate = directory / PYPROJECT
+        if candidate.is_file():
+            table = _tool_pai(candidate)
+            if table is not None:
+                return candidate, table
+    return None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(
+            f"cannot read the configuration file {path}: {error}; make it a readable UTF-8 "
+            "TOML file, or remove it"
+        ) from error
+
+
+def _read_toml(path: Path, text: str | None = None) -> dict[str, Any]:
+    try:
+        return tomllib.loads(_read_text(path) if text is None else text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(
+            f"the configuration file {path} is not valid TOML: {error}. Fix that line "
+            "(see https://toml.io), or remove the file"
+        ) from error
+
+
+def _tool_pai(path: Path) -> dict[str, Any] | None:
+    text = _read_text(path)
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        if not re.search(r"\bpai\b", text):
+            return None  # a broken pyproject.toml that holds no PAI configuration: not ours
+        return _read_toml(path, text)  # raises the error, naming the file
+    tool = document.get("tool")
+    if not isinstance(tool, dict) or "pai" not in tool:
+        return None
+    table = cast("dict[str, Any]", tool)["pai"]
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"tool.pai = {table!r} in {path} is not a table; write [tool.pai.capabilities.<id>] "
+            "tables, or move the configuration to pai.toml"
+        )
+    return cast("dict[str, Any]", table)
+
+
+def _env_value(raw: str) -> object:
+    """``raw`` as a TOML value when it is one (``5``, ``true``, ``"x"``), else the string."""
+    try:
+        parsed = tomllib.loads(f"value = {raw}")
+    except tomllib.TOMLDecodeError:
+        return raw
+    return parsed["value"] if parsed.keys() == {"value"} else raw
+
+
+def _lookup(tree: Mapping[str, Any], path: KeyPath) -> Any:
+    node: Any = tree
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return _MISSING
+        node = cast("Mapping[str, Any]", node)[part]
+    return node
+
+
+def _leaves(tree: Mapping[str, Any], prefix: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            yield from _leaves(cast("Mapping[str, Any]", value), (*prefix, key))
+        else:
+            yield (*prefix, key), value
+
+
+def _flatten(prefix: KeyPath, value: object, where: str) -> Iterator[tuple[KeyPath, object]]:
+    """Leaves of ``value`` under ``prefix``; an empty mapping is a leaf (an empty table)."""
+    if not isinstance(value, Mapping) or not value:
+        yield prefix, value
+        return
+    for key, item in cast("Mapping[object, object]", value).items():
+        if not isinstance(key, str) or not key:
+            raise ConfigError(
+                f"{where} has the key {key!r} under {render_key(prefix) or 'the top level'}; "
+                "configuration keys are non-empty strings"
+            )
+        yield from _flatten((*prefix, key), item, where)
+
+
+def _step(node: Mapping[str, Any], segments: Sequence[str]) -> tuple[str, list[str]]:
+    """The key at this level for ``segments``, and the segments left below it.
+
+    A dotted id may be a nested table or a quoted key, so the longest run of the remaining parts
+    that names an existing key wins (``acme.vault`` finds ``"acme.vault"`` or ``acme``);
+    otherwise the next segment, as given, is the key.
+    """
+    parts = [part for segment in segments for part in segment.split(".")]
+    for size in range(len(parts), 0, -1):
+        key = ".".join(parts[:size])
+        if key in node and (size == len(parts) or isinstance(node[key], Mapping)):
+            return key, _drop_parts(segments, size)
+    return segments[0], list(segments[1:])
+
+
+def _drop_parts(segments: Sequence[str], count: int) -> list[str]:
+    rest = list(segments)
+    while count:
+        parts = rest[0].split(".")
+        if len(parts) <= count:
+            count -= len(parts)
+            rest.pop(0)
+        else:
+            rest[0] = ".".join(parts[count:])
+            count = 0
+    return rest
+
+
+def _forget(sources: dict[KeyPath, str], path: KeyPath) -> None:
+    for key in [key for key in sources if key[: len(path)] == path]:
+        del sources[key]
+
+
+def _assign(
+    tree: dict[str, Any],
+    sources: dict[KeyPath, str],
+    segments: Sequence[str],
+    value: object,
+    source: str,
+) -> None:
+    """Set one leaf (or create an empty table), recording its source."""
+    node = tree
+    path: list[str] = []
+    remaining = list(segments)
+    while True:
+        key, remaining = _step(node, remaining)
+        path.append(key)
+        current = node.get(key, _MISSING)
+        if not remaining:
+            break
+        if not isinstance(current, dict):
+            _forget(sources, tuple(path))  # a value becomes a table
+            current = node[key] = {}
+        node = cast("dict[str, Any]", current)
+    if isinstance(value, Mapping):  # an empty table
+        if not isinstance(current, dict):
+            _forget(sources, tuple(path))
+            node[key] = {}
+        return
+    _forget(sources, tuple(path))
+    node[key] = value
+    sources[tuple(path)] = source
+
+
+__all__ = [
+    "CONFIG_FILE",
+    "ENV_PREFIX",
+    "NOT_CONFIG",
+    "PYPROJECT",
+    "ConfigError",
+    "PaiConfig",
+    "Resolution",
+    "bindings_from_config",
+    "capability_binding",
+    "config_needed",
+    "describe_source",
+    "load_config",
+    "render_key",
+    "resolve_from_config",
+]

@@ -5,6 +5,7 @@
     │   ├── DefinitionError            (ValueError: a tool, command, agent or capability is malformed)
     │   │   └── CapabilityConflictError      (one id, two facade types)
     │   ├── CapabilityBindingError     (ValueError: a binding record or a key option is wrong)
+    │   │   └── ConfigError                  (configuration is malformed or cannot bind a capability)
     │   ├── UnknownCommandError        (LookupError: no command of that name)
     │   ├── UndeclaredCapabilityError  (KeyError: ctx.capabilities[token] for an undeclared token)
     │   ├── CommandInputError          (ValueError: command input fails its schema)
@@ -12,6 +13,8 @@
     ├── ThreadNotFoundError            (LookupError: no thread with that id in this scope)
     ├── ThreadExistsError              (ValueError: a thread id is already taken)
     ├── ThreadDeletedError             (RuntimeError: the thread was deleted while work ran)
+    ├── PluginError                    (in _plugins: a strict plugin load failed, a bad hook result)
+    │   └── DuplicateRegistrationError       (also a UserError: two plugins register one name)
     ├── CapabilityAcquireError         (RuntimeError: a binding failed to acquire a facade)
     ├── StepLimitExceededError         (RuntimeError: an agent run hit its step limit)
     └── RuntimeClosedError             (RuntimeError: the runtime was closed)
@@ -49,6 +52,15 @@ class CapabilityBindingError(UserError, ValueError):
     def __init__(self, message: str, *, ids: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.ids: tuple[str, ...] = tuple(ids)
+
+
+class ConfigError(CapabilityBindingError):
+    """The configuration is malformed, names something not installed, or lacks a binding.
+
+    A :class:`CapabilityBindingError`, so ``except CapabilityBindingError`` around runtime
+    construction catches it whether a capability was left unbound in code or in configuration.
+    Every message names the file (or environment variable), the key, and the fix.
+    """
 
 
 class UnknownCommandError(UserError, LookupError):

@@ -10,8 +10,10 @@ import anyio
 
 from pai.core._agent import Agent
 from pai.core._binding import CapabilityBinding
-from pai.core._errors import CapabilityBindingError, DefinitionError, PaiError
+from pai.core._config import PaiConfig, config_needed, load_config
+from pai.core._errors import CapabilityBindingError, ConfigError, DefinitionError, PaiError
 from pai.core._lifecycle import OnRuntimeError
+from pai.core._plugins import Plugins, get_plugins
 from pai.core._runtime import AgentRuntime, ScopeKeyFn, UserKeyFn, create_agent_runtime
 from pai.core._storage import Storage
 
@@ -86,10 +88,14 @@ def create_pai(
     user_key: UserKeyFn | None = None,
     on_runtime_error: OnRuntimeError | None = None,
     settlement_window: float = 5.0,
+    config: PaiConfig | None = None,
+    plugins: Plugins | None = None,
 ) -> Pai:
     """Build an app: every agent's runtime, each with its binding record checked.
 
-    Problems in several agents' binding records are reported together.
+    As in :func:`create_agent_runtime`, capabilities an entry does not bind in code are bound
+    from configuration (``config``, read once, and only if needed; ``plugins``). Problems in
+    several agents' binding records are reported together.
 
     Example::
 
@@ -106,8 +112,11 @@ def create_pai(
         from pai.core._storage_sqlite import SqliteStorage
 
         storage = SqliteStorage(":memory:")
+    if config is None:
+        config = _config_if_needed(agents, plugins)
     runtimes: dict[str, AgentRuntime] = {}
     problems: list[CapabilityBindingError] = []
+    prefixed: list[str] = []
     for agent_id, entry in agents.items():
         agent = entry.get("agent") if isinstance(entry, Mapping) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if not isinstance(agent, Agent):
@@ -125,11 +134,36 @@ def create_pai(
                 on_runtime_error=on_runtime_error,
                 settlement_window=settlement_window,
                 owns_storage=False,
+                config=config,
+                plugins=plugins,
             )
         except CapabilityBindingError as error:
-            problems.append(CapabilityBindingError(f"agent {agent_id!r}: {error}", ids=error.ids))
+            problems.append(error)
+            prefixed.append(f"agent {agent_id!r}: {error}")
     if problems:
-        raise CapabilityBindingError(
-            "\n".join(str(p) for p in problems), ids=sorted({i for p in problems for i in p.ids})
+        error_type = (
+            ConfigError
+            if any(isinstance(p, ConfigError) for p in problems)
+            else CapabilityBindingError
         )
+        raise error_type(
+            "\n".join(prefixed), ids=sorted({i for p in problems for i in p.ids})
+        ) from next((p.__cause__ for p in problems if p.__cause__ is not None), None)
     return Pai(runtimes, storage)
+
+
+def _config_if_needed(
+    agents: Mapping[str, AgentEntry], plugins: Plugins | None
+) -> PaiConfig | None:
+    """The configuration, read once for every agent, if some agent needs it; else ``None``."""
+    for entry in agents.values():
+        agent = entry.get("agent") if isinstance(entry, Mapping) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(agent, Agent):
+            continue  # create_pai reports the malformed entry
+        given = entry.get("capabilities")
+        bound = given.keys() if isinstance(given, Mapping) else ()
+        if agent.requirements.keys() - bound:
+            plugins = plugins if plugins is not None else get_plugins()
+            if config_needed(agent.requirements, bound, plugins):
+                return load_config()
+    return None

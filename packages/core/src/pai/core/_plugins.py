@@ -24,6 +24,7 @@ import functools
 import importlib.metadata
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
@@ -70,6 +71,9 @@ class CapabilitySettings(Generic[OptionsT]):
     options: OptionsT
     section: str
     raw: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    plugins: Plugins | None = field(default=None, repr=False, compare=False)
+    """The plugins the binding is resolved with; a factory that looks up further registrations
+    (``pai.sandbox`` looks up providers) should use these rather than :func:`get_plugins`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +163,16 @@ def _distribution_of(entry_point: importlib.metadata.EntryPoint) -> tuple[str, s
     return dist.metadata["Name"] or dist.name, dist.version
 
 
+def _normalize(name: str) -> str:
+    """A distribution or entry-point name, normalized as PEP 503 does (``Pai_Sandbox`` = ``pai-sandbox``)."""
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
 def _selected() -> set[str] | None:
     raw = os.environ.get("PAI_LOAD_PLUGINS")
     if raw is None:
         return None
-    return {part.strip().lower() for part in raw.split(",") if part.strip()}
+    return {_normalize(part) for part in raw.split(",") if part.strip()}
 
 
 def _strict() -> bool:
@@ -205,16 +214,26 @@ class Plugins:
         ):
             distribution, version = _distribution_of(entry_point)
             if selected is not None and not (
-                {entry_point.name.lower(), distribution.lower()} & selected
+                {_normalize(entry_point.name), _normalize(distribution)} & selected
             ):
                 self._info.append(PluginInfo(entry_point.name, distribution, version, "skipped"))
                 continue
             if self.manager.has_plugin(entry_point.name):
-                continue
+                first = self.distribution_of(entry_point.name)
+                if first == distribution:
+                    continue  # loaded already (load_entry_points called again)
+                raise DuplicateRegistrationError(
+                    f"plugin name {entry_point.name!r} (an entry point of the {PROJECT!r} group) "
+                    f"is used by two distributions: {first} and {distribution} {version}; "
+                    "uninstall one of them, or rename the entry point of one"
+                )
             try:
                 plugin = entry_point.load()
                 self.register(plugin, name=entry_point.name, distribution=distribution)
             except Exception as error:
+                if self.manager.has_plugin(entry_point.name):  # registered, then its hook failed
+                    self.manager.unregister(name=entry_point.name)
+                    self._distributions.pop(entry_point.name, None)
                 message = f"{type(error).__name__}: {error}"
                 if strict:
                     raise PluginError(
@@ -254,8 +273,15 @@ class Plugins:
         caller: pluggy.HookCaller = getattr(self.manager.hook, hook_name)
         for impl in caller.get_hookimpls():
             # Called one plugin at a time so each record is known to come from its distribution.
-            records = cast("Sequence[object] | None", impl.function())
             distribution = self.distribution_of(impl.plugin_name)
+            try:
+                records = cast("Sequence[object] | None", impl.function())
+            except Exception as error:
+                raise PluginError(
+                    f"the {hook_name} hook of plugin {impl.plugin_name!r} ({distribution}) "
+                    f"raised {type(error).__name__}: {error}; fix or uninstall {distribution}, "
+                    "or leave it out with PAI_LOAD_PLUGINS"
+                ) from error
             results.extend((distribution, record) for record in records or ())
         return results
 

@@ -8,15 +8,31 @@ from typing import cast
 from pai.core._agent import Requirement
 from pai.core._binding import CapabilityBinding
 from pai.core._capability import facade_name, same_facade
-from pai.core._errors import CapabilityBindingError
+from pai.core._errors import CapabilityBindingError, ConfigError
 
 
 def validate_binding_record(
-    requirements: Mapping[str, Requirement], capabilities: Mapping[str, object]
+    requirements: Mapping[str, Requirement],
+    capabilities: Mapping[str, object],
+    *,
+    unbound: Mapping[str, str] | None = None,
+    cause: BaseException | None = None,
 ) -> dict[str, CapabilityBinding[object]]:
-    """Check a binding record against an agent's requirements; report every problem at once."""
+    """Check a binding record against an agent's requirements; report every problem at once.
+
+    ``unbound`` explains, per id, why configuration could not bind a capability the record
+    lacks (see :func:`~pai.core.bindings_from_config`); it replaces the plain "not bound" line,
+    and makes the error a :class:`~pai.core.ConfigError`, chained from ``cause``.
+    """
+    unbound = unbound or {}
     problems: list[tuple[str, str]] = []
+    from_config = False
     for cap_id in requirements.keys() - capabilities.keys():
+        explained = unbound.get(cap_id)
+        if explained is not None:
+            from_config = True
+            problems.append((cap_id, explained))
+            continue
         declared = ", ".join(requirements[cap_id].declared_by)
         problems.append(
             (
@@ -68,9 +84,10 @@ def validate_binding_record(
             bindings[cap_id] = binding
     if problems:
         problems.sort()
-        lines = "\n".join(f"  - {text}" for _, text in problems)
-        raise CapabilityBindingError(
+        lines = "\n".join("  - " + text.replace("\n", "\n    ") for _, text in problems)
+        error_type = ConfigError if from_config else CapabilityBindingError
+        raise error_type(
             f"the capability bindings do not match what the agent needs:\n{lines}",
             ids=sorted({cap_id for cap_id, _ in problems}),
-        )
+        ) from (cause if from_config else None)
     return bindings

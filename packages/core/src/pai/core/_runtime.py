@@ -19,6 +19,7 @@ from pai.core._agent import Agent, InstructionsInput
 from pai.core._awaitables import maybe_await, resolve
 from pai.core._binding import AcquireInput, CapabilityBinding, DisposeInput, ScopeLabel
 from pai.core._capability import Capability
+from pai.core._config import PaiConfig, resolve_from_config
 from pai.core._errors import (
     CapabilityAcquireError,
     CapabilityBindingError,
@@ -59,6 +60,7 @@ from pai.core._operations import (
     CommandContext,
     ToolContext,
 )
+from pai.core._plugins import Plugins
 from pai.core._record import validate_binding_record
 from pai.core._scope import CapabilityScopeInput, ScopeKind, instance_key
 from pai.core._storage import Storage, ThreadRecord
@@ -721,8 +723,17 @@ def create_agent_runtime(
     settlement_window: float = 5.0,
     model: Model | None = None,
     owns_storage: bool = True,
+    config: PaiConfig | None = None,
+    plugins: Plugins | None = None,
 ) -> AgentRuntime:
     """Build the runtime for ``agent``; the binding record is checked here, all problems at once.
+
+    Bindings given in ``capabilities`` win; every capability the agent needs that is not bound
+    there is bound from configuration (``config``, by default :func:`~pai.core.load_config`, read
+    only then) by the capability package a plugin registered for it (``plugins``, by default
+    :func:`~pai.core.get_plugins`). Wrong or extra bindings in code and capabilities neither code
+    nor configuration binds are reported together, in one :class:`CapabilityBindingError`
+    (a :class:`~pai.core.ConfigError` when configuration was involved).
 
     ``scope_key`` maps an identity to its app scope (tenant, workspace); ``user_key`` to a user,
     for ``"user"``-scoped capabilities. ``storage`` defaults to an in-memory SQLite database.
@@ -755,7 +766,17 @@ def create_agent_runtime(
         raise DefinitionError(f"settlement_window must be >= 0 seconds, got {settlement_window!r}")
     if model is not None:
         agent = agent.with_model(model)
-    bindings = validate_binding_record(agent.requirements, dict(capabilities or {}))
+    given = dict(capabilities or {})
+    # Reads plugins and configuration only when code leaves a capability unbound.
+    resolution = resolve_from_config(
+        agent.requirements, config=config, plugins=plugins, bound=given.keys()
+    )
+    bindings = validate_binding_record(
+        agent.requirements,
+        {**resolution.bindings, **given},
+        unbound=resolution.problems,
+        cause=resolution.cause,
+    )
     if storage is None:
         from pai.core._storage_sqlite import SqliteStorage
 

@@ -14,13 +14,46 @@ Example::
     assert (await sandbox.run_command("echo hi")).stdout == "hi\\n"
 """
 
-from pai.sandbox_inmemory._just_bash import EXIT_INTERPRETER_ERROR, ExecutionLimits
-from pai.sandbox_inmemory._provider import (
-    EXIT_TIMEOUT,
-    InMemorySandboxInstance,
-    InMemorySandboxProvider,
-    create_in_memory_sandbox_provider,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Names resolve on first use: plugin discovery imports this package (for its entry-point module,
+# ``_plugin``), and must not pay for importing the interpreter (just-bash pulls in aiohttp) until
+# the provider is chosen.
+if TYPE_CHECKING:
+    from pai.sandbox_inmemory._just_bash import EXIT_INTERPRETER_ERROR as EXIT_INTERPRETER_ERROR
+    from pai.sandbox_inmemory._just_bash import ExecutionLimits as ExecutionLimits
+    from pai.sandbox_inmemory._provider import EXIT_TIMEOUT as EXIT_TIMEOUT
+    from pai.sandbox_inmemory._provider import InMemorySandboxInstance as InMemorySandboxInstance
+    from pai.sandbox_inmemory._provider import InMemorySandboxProvider as InMemorySandboxProvider
+    from pai.sandbox_inmemory._provider import (
+        create_in_memory_sandbox_provider as create_in_memory_sandbox_provider,
+    )
+
+_LAZY = {
+    "EXIT_INTERPRETER_ERROR": "pai.sandbox_inmemory._just_bash",
+    "ExecutionLimits": "pai.sandbox_inmemory._just_bash",
+    "EXIT_TIMEOUT": "pai.sandbox_inmemory._provider",
+    "InMemorySandboxInstance": "pai.sandbox_inmemory._provider",
+    "InMemorySandboxProvider": "pai.sandbox_inmemory._provider",
+    "create_in_memory_sandbox_provider": "pai.sandbox_inmemory._provider",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pai.sandbox_inmemory' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "EXIT_INTERPRETER_ERROR",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -36,6 +36,11 @@ from pai.sandbox._capability import sandbox, sandbox_capability
 from pai.sandbox._errors import SandboxError
 from pai.sandbox._provider import SandboxProvider
 from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:
+    import click
+
+    from pai.core._config import PaiConfig
 
 _log = logging.getLogger("pai.sandbox")
 
@@ -169,15 +174,7 @@ _told_default = False
 def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> CapabilityBinding[Any]:
     global _told_default
     options = settings.options
-    providers = sandbox_providers()
-    extra = dict(options.model_extra or {})
-    unknown = sorted(key for key in extra if key not in providers)
-    if unknown:
-        raise ProviderOptionsError(
-            f"{settings.section} has unknown key(s) {unknown}; valid keys are "
-            f"{sorted(SandboxSettings.model_fields)} and a sub-table per installed provider "
-            f"({sorted(providers) or 'none installed'})"
-        )
+    providers = sandbox_providers(settings.plugins)
     name = options.provider
     if name is None:
         name = DEFAULT_PROVIDER
@@ -187,8 +184,21 @@ def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> Capabilit
                 "no sandbox provider configured; using the embedded in-memory provider (set "
                 "provider in [capabilities.sandbox] to choose another)"
             )
+    extra = dict(options.model_extra or {})
+    # A provider that is not installed is the error to report first (its options table is then
+    # an unknown key too, but "install it" is the fix).
+    if name in providers:
+        unknown = sorted(key for key in extra if key not in providers)
+        if unknown:
+            raise ProviderOptionsError(
+                f"{settings.section} has unknown key(s) {unknown}; valid keys are "
+                f"{sorted(SandboxSettings.model_fields)} and a sub-table per installed provider "
+                f"({sorted(providers)})"
+            )
     provider_options = cast("Mapping[str, Any]", extra.get(name) or {})
-    provider = build_provider(name, provider_options, section=settings.section)
+    provider = build_provider(
+        name, provider_options, section=settings.section, plugins=settings.plugins
+    )
     return sandbox_capability(
         provider=provider,
         scope=settings.scope or "thread",  # type: ignore[arg-type]  # checked by the binding
@@ -213,3 +223,104 @@ def pai_capabilities() -> list[CapabilityRegistration]:
             install_hint="pip install pai-sandbox",
         )
     ]
+
+
+def configured_provider(
+    config: PaiConfig | None = None, *, plugins: Plugins | None = None
+) -> tuple[SandboxProvider, SandboxSettings]:
+    """The sandbox provider configuration selects, built, and the ``[capabilities.sandbox]`` settings.
+
+    For tools that use sandboxes outside an agent runtime (the ``pai sandbox`` commands, scripts).
+    ``config`` defaults to :func:`~pai.core._config.load_config` of the working directory.
+    ``settings.provider`` is ``None`` when the configuration names no provider; the provider is
+    then :data:`DEFAULT_PROVIDER`. The caller owns the provider: ``await provider.aclose()``.
+
+    Raises :class:`UnknownProviderError` (lists the installed providers and what to install) and
+    :class:`ProviderOptionsError` (names the key), each prefixed with the file or variable the
+    setting came from.
+
+    Example::
+
+        provider, settings = configured_provider()
+        sessions = create_sandbox_session_manager(provider=provider)
+    """
+    if config is None:
+        from pai.core._config import load_config
+
+        config = load_config()
+    loaded = config
+
+    def _origin(*path: str) -> str | None:
+        # Where a value under [capabilities.sandbox] came from (a file, a variable), if known.
+        prefix = ("capabilities", sandbox.id, *path)
+        for key, source in sorted(loaded.sources.items()):
+            if key[: len(prefix)] == prefix and source not in ("default", "code"):
+                return source
+        return str(loaded.files[0]) if loaded.files else None
+
+    def _located(message: str, origin: str | None) -> str:
+        return f"{origin}: {message}" if origin else message
+
+    section = dict(config.capability(sandbox.id) or {})
+    section.pop("scope", None)  # the binding's scope, not a setting of the facade
+    where = "[capabilities.sandbox]"
+    try:
+        settings = SandboxSettings.model_validate(section)
+    except ValidationError as error:
+        raise ProviderOptionsError(
+            _located(
+                f"invalid sandbox settings: {_format_errors(error, where)}. Valid keys: "
+                f"{sorted(SandboxSettings.model_fields)} and a sub-table per installed provider",
+                _origin(*(str(part) for part in error.errors()[0]["loc"])),
+            )
+        ) from error
+    name = settings.provider or DEFAULT_PROVIDER
+    extra = dict(settings.model_extra or {})
+    providers = sandbox_providers(plugins)
+    if name not in providers and settings.provider is None:
+        raise UnknownProviderError(
+            f"no sandbox provider is configured and the default, {DEFAULT_PROVIDER!r}, is not "
+            f"installed; installed providers: {_installed(providers)}. Install it (pip install "
+            f'pai-sandbox-{DEFAULT_PROVIDER}) or choose one: provider = "<name>" in {where} '
+            "of pai.toml"
+        )
+    if name not in providers:
+        try:
+            build_provider(name, section=where, plugins=plugins)
+        except UnknownProviderError as error:
+            raise UnknownProviderError(_located(str(error), _origin("provider"))) from error
+    unknown = sorted(key for key in extra if key not in providers)
+    if unknown:
+        raise ProviderOptionsError(
+            _located(
+                f"{where} has unknown key(s) {unknown}; valid keys are "
+                f"{sorted(SandboxSettings.model_fields)} and a sub-table per installed provider "
+                f"({sorted(providers) or 'none installed'})",
+                _origin(),
+            )
+        )
+    options: object = extra.get(name) or {}
+    if not isinstance(options, Mapping):
+        raise ProviderOptionsError(
+            _located(
+                f"[capabilities.sandbox.{name}] must be a table of options, got {options!r}",
+                _origin(name),
+            )
+        )
+    try:
+        provider = build_provider(
+            name, cast("Mapping[str, Any]", options), section=where, plugins=plugins
+        )
+    except ProviderOptionsError as error:
+        cause = error.__cause__
+        loc = cause.errors()[0]["loc"] if isinstance(cause, ValidationError) else ()
+        origin = _origin(name, *(str(part) for part in loc))
+        raise ProviderOptionsError(_located(str(error), origin)) from error
+    return provider, settings
+
+
+@hookimpl
+def pai_cli(cli: click.Group) -> None:
+    from pai.sandbox._cli import add_commands
+
+    add_commands(cli)

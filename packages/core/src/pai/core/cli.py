@@ -1,0 +1,365 @@
+"""The ``pai`` command line: core commands, and whatever installed plugins add.
+
+Run it as ``pai`` (the console script) or ``python -m pai.core.cli``. The core brings two
+commands; plugins add theirs through the ``pai_cli`` hook (pai-sandbox adds ``pai providers``,
+``pai sandbox ...`` and ``pai demo``)::
+
+    pai plugins [--json]     the plugins of the ``pai`` entry-point group and what became of them
+    pai config  [--json]     the resolved configuration: each key, its value, where it came from
+
+Every listing takes ``--json`` (a JSON object with stable keys, for scripts). Output is a rich
+table when stdout is a terminal and plain aligned text when it is piped. A :class:`PaiError`
+(a configuration mistake, an unknown provider, ...) prints one message to stderr and exits with
+status 2 (:data:`EXIT_USAGE`), without a traceback.
+
+Writing commands in a plugin::
+
+    import click
+    from pai.core import hookimpl
+    from pai.core.cli import echo_json, echo_table, json_option
+
+    @click.command("vaults")
+    @json_option
+    def vaults(as_json: bool) -> None:
+        rows = [{"name": "main", "url": "https://vault.example"}]
+        if as_json:
+            echo_json({"vaults": rows})
+        else:
+            echo_table(rows, [("name", "Name"), ("url", "URL")])
+
+    @hookimpl
+    def pai_cli(cli: click.Group) -> None:
+        cli.add_command(vaults)
+
+The helpers here are for such commands: :func:`echo_table`, :func:`echo_json`, :func:`note`,
+:func:`warn`, :func:`stdout_is_terminal`, :data:`json_option`. Rich is imported only when a table
+goes to a terminal, so ``pai ... | cat`` and ``--json`` never pay for it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
+
+import click
+
+from pai.core._errors import PaiError
+
+if TYPE_CHECKING:
+    from pai.core._plugins import Plugins
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_USAGE = 2
+"""The exit status of a usage or configuration error (click's own usage errors use it too)."""
+
+
+class PaiCliError(click.ClickException):
+    """An error the command line reports as one line on stderr, exiting with :data:`EXIT_USAGE`.
+
+    Raise it from a command for a mistake the user can fix; a :class:`PaiError` escaping a
+    command is turned into one of these.
+    """
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+class PaiGroup(click.Group):
+    """A click group that reports :class:`PaiError` as :class:`PaiCliError` (no traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PaiError as error:
+            raise PaiCliError(str(error)) from error
+
+
+# -- output helpers (public: plugins' commands use them) -------------------------------------------
+
+
+def stdout_is_terminal() -> bool:
+    """Whether stdout is a terminal a person reads (rich output) rather than a pipe or a file."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed or unusual streams
+        return False
+
+
+def stdin_is_terminal() -> bool:
+    """Whether stdin is a terminal, so a command may ask the user a question."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def json_option(command: F) -> F:
+    """The ``--json`` flag every listing takes; the command receives it as ``as_json``."""
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print JSON (an object with stable keys) instead of a table.",
+    )(command)
+
+
+def echo_json(data: object) -> None:
+    """Print ``data`` as indented JSON on stdout (values JSON cannot hold are printed as text)."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def note(message: str) -> None:
+    """Tell the user something on stderr (``pai: message``), keeping stdout for results."""
+    click.echo(f"pai: {message}", err=True)
+
+
+def warn(message: str) -> None:
+    """Warn on stderr (``pai: warning: message``)."""
+    click.echo(f"pai: warning: {message}", err=True)
+
+
+def fail(message: str) -> NoReturn:
+    """Stop the command: print ``Error: message`` on stderr and exit with :data:`EXIT_USAGE`."""
+    raise PaiCliError(message)
+
+
+def cell_text(value: object) -> str:
+    """How a table shows one value: ``-`` for ``None``, lists joined with commas, one line."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = cast("Iterable[object]", value)
+        text = ", ".join(cell_text(item) for item in items) or "-"
+    else:
+        text = str(value)
+    return " ".join(text.splitlines())
+
+
+def echo_table(
+    rows: Sequence[Mapping[str, object]],
+    columns: Sequence[tuple[str, str]],
+    *,
+    title: str | None = None,
+    styles: Mapping[str, Mapping[str, str]] | None = None,
+) -> None:
+    """Print ``rows`` as a table of ``columns`` (``(key, header)`` pairs).
+
+    A rich table when stdout is a terminal; otherwise plain text: an upper-case header line and
+    columns aligned with two spaces, no colour, no box drawing (easy to ``grep`` and ``awk``).
+    ``styles`` colours cells in rich output: ``{"status": {"failed": "red"}}``.
+    """
+    cells = [[cell_text(row.get(key)) for key, _ in columns] for row in rows]
+    if stdout_is_terminal():
+        _rich_table(cells, columns, title=title, styles=styles or {})
+        return
+    if title:
+        click.echo(title)
+    headers = [header.upper() for _, header in columns]
+    widths = [
+        max(len(headers[i]), *(len(line[i]) for line in cells)) if cells else len(headers[i])
+        for i in range(len(columns))
+    ]
+    for line in [headers, *cells]:
+        click.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        )
+
+
+def _rich_table(
+    cells: Sequence[Sequence[str]],
+    columns: Sequence[tuple[str, str]],
+    *,
+    title: str | None,
+    styles: Mapping[str, Mapping[str, str]],
+) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(
+        title=Text(title, style="bold") if title else None,
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
+    for index, (_, header) in enumerate(columns):
+        # The first column names the row: keep it whole where the terminal allows.
+        longest = max((len(line[index]) for line in cells), default=0) if index == 0 else 0
+        table.add_column(header, min_width=min(longest, 32) or None, overflow="fold")
+    for line in cells:
+        table.add_row(
+            *(
+                Text(cell, style=styles.get(key, {}).get(cell, ""))
+                for cell, (key, _) in zip(line, columns, strict=True)
+            )
+        )
+    Console(file=sys.stdout).print(table)
+
+
+# -- core commands --------------------------------------------------------------------------------
+
+_STATUS_STYLES = {"status": {"loaded": "green", "failed": "bold red", "skipped": "yellow"}}
+
+
+@click.command("plugins")
+@json_option
+def plugins_command(as_json: bool) -> None:
+    """List installed plugins and whether they loaded.
+
+    Lists the entry points of the 'pai' group and what became of each. A plugin that failed to import is listed with its error (and skipped; set
+    PAI_STRICT_PLUGINS=1 to make that fatal); PAI_LOAD_PLUGINS=dist1,dist2 loads only those
+    (listed as skipped otherwise). The exit status is 0 even when a plugin failed.
+    """
+    from pai.core._plugins import get_plugins
+
+    rows: list[dict[str, object]] = [
+        {
+            "name": info.name,
+            "distribution": info.distribution,
+            "version": info.version,
+            "status": info.status,
+            "hooks": list(info.hooks),
+            "error": info.error,
+        }
+        for info in get_plugins().plugins()
+    ]
+    if as_json:
+        echo_json({"plugins": rows})
+        return
+    if not rows:
+        click.echo("no plugins installed (none in the 'pai' entry-point group)")
+        return
+    echo_table(
+        rows,
+        [
+            ("name", "Plugin"),
+            ("distribution", "Distribution"),
+            ("version", "Version"),
+            ("hooks", "Hooks"),
+            ("status", "Status"),
+            ("error", "Error"),
+        ],
+        styles=_STATUS_STYLES,
+    )
+    failed = sum(1 for row in rows if row["status"] == "failed")
+    if failed:
+        warn(
+            f"{failed} plugin(s) failed to load and were skipped; fix or uninstall them "
+            "(PAI_STRICT_PLUGINS=1 makes this fatal)"
+        )
+
+
+def _config_value(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@click.command("config")
+@json_option
+def config_command(as_json: bool) -> None:
+    """Show the resolved configuration and where each value came from.
+
+    Configuration is read from pai.toml, or [tool.pai] of pyproject.toml, in the working directory
+    or the nearest folder above it that has one; PAI_<SECTION>__<KEY> environment variables
+    (PAI_CAPABILITIES__SANDBOX__PROVIDER=docker) override it.
+    """
+    from pathlib import Path
+
+    from pai.core._config import load_config
+
+    config = load_config()
+    files = [str(path) for path in config.files]
+    values = [
+        {"key": key, "value": value, "source": source} for key, value, source in config.flat()
+    ]
+    if as_json:
+        echo_json({"files": files, "values": values})
+        return
+    if files:
+        click.echo("read: " + ", ".join(files))
+    else:
+        click.echo(
+            f"no pai.toml or pyproject.toml with [tool.pai] found in {Path.cwd()} or above; "
+            "defaults apply"
+        )
+    if not values:
+        click.echo("no settings (every capability uses its default)")
+        return
+    echo_table(
+        [{**row, "value": _config_value(row["value"])} for row in values],
+        [("key", "Key"), ("value", "Value"), ("source", "Source")],
+    )
+
+
+# -- the command tree -----------------------------------------------------------------------------
+
+_HELP = """PAI: typed, lifecycle-managed capabilities for AI agents.
+
+Commands come from pai-core and from installed plugins (`pai plugins` lists them). Every
+listing takes --json. Configuration: pai.toml (or [tool.pai] in pyproject.toml), see `pai config`.
+"""
+
+
+def create_cli(plugins: Plugins | None = None) -> click.Group:
+    """The ``pai`` command group: the core commands plus every plugin's (``pai_cli`` hook).
+
+    ``plugins`` defaults to :func:`~pai.core.get_plugins` (entry points are imported then). A
+    plugin whose ``pai_cli`` hook fails is reported on stderr; the other commands still work.
+    """
+    cli = PaiGroup(name="pai", help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+    cli = click.version_option(package_name="pai-core", prog_name="pai")(cli)
+    cli.add_command(plugins_command)
+    cli.add_command(config_command)
+    if plugins is None:
+        from pai.core._plugins import get_plugins
+
+        plugins = get_plugins()
+    try:
+        plugins.extend_cli(cli)
+    except PaiError:
+        raise
+    except Exception as error:
+        warn(
+            f"a plugin failed to add its commands ({type(error).__name__}: {error}); "
+            "`pai plugins` shows which plugins are loaded"
+        )
+    return cli
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the ``pai`` command line (the console script's entry point); exits the process."""
+    try:
+        cli = create_cli()
+    except PaiError as error:  # PAI_STRICT_PLUGINS=1 and a broken plugin, say
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(EXIT_USAGE)
+    cli.main(args=list(argv) if argv is not None else None, prog_name="pai")
+
+
+__all__ = [
+    "EXIT_USAGE",
+    "PaiCliError",
+    "PaiGroup",
+    "cell_text",
+    "config_command",
+    "create_cli",
+    "echo_json",
+    "echo_table",
+    "fail",
+    "json_option",
+    "main",
+    "note",
+    "plugins_command",
+    "stdin_is_terminal",
+    "stdout_is_terminal",
+    "warn",
+]
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,384 @@
+"""The ``pai`` command line of pai-core: ``pai plugins``, ``pai config``, errors, the entry path.
+
+Plugins here are real distributions: each test writes a ``.dist-info`` folder (metadata and an
+entry point of the ``pai`` group) and a module into a folder on ``sys.path``, so discovery goes
+through ``importlib.metadata`` exactly as for an installed package. ``PAI_LOAD_PLUGINS`` limits
+loading to the test's own distributions, so the result does not depend on what else is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from pai.core import UserError, reset_plugins
+from pai.core import cli as pai_cli
+from pai.core.cli import create_cli, main
+
+ANSI = "\x1b["
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No configuration variables from outside, a fresh working folder, fresh plugins."""
+    for name in list(os.environ):
+        if name.startswith("PAI_"):
+            monkeypatch.delenv(name)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    reset_plugins()
+    yield
+    reset_plugins()
+
+
+class Distributions:
+    """Writes fake installed distributions (dist-info + module) into a folder on sys.path."""
+
+    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.root = root
+        self.modules: list[str] = []
+        root.mkdir()
+        monkeypatch.syspath_prepend(str(root))
+
+    def add(self, name: str, module: str, source: str, *, version: str = "1.2.3") -> None:
+        (self.root / f"{module}.py").write_text(textwrap.dedent(source))
+        info = self.root / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (info / "entry_points.txt").write_text(f"[pai]\n{name} = {module}\n")
+        self.modules.append(module)
+
+
+@pytest.fixture
+def dists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Distributions]:
+    found = Distributions(tmp_path / "site", monkeypatch)
+    yield found
+    for module in found.modules:
+        sys.modules.pop(module, None)
+
+
+GOOD_PLUGIN = """
+import click
+from pai.core import hookimpl
+
+@click.command("hello")
+@click.option("--name", default="world")
+def hello(name):
+    '''Say hello (a command a plugin added).'''
+    click.echo(f"hello, {name}")
+
+@hookimpl
+def pai_cli(cli):
+    cli.add_command(hello)
+"""
+
+BROKEN_PLUGIN = """
+raise ImportError("this plugin needs a module that is not installed")
+"""
+
+
+@pytest.fixture
+def good_and_broken(dists: Distributions, monkeypatch: pytest.MonkeyPatch) -> None:
+    dists.add("pai-test-good", "pai_test_good_plugin", GOOD_PLUGIN)
+    dists.add("pai-test-broken", "pai_test_broken_plugin", BROKEN_PLUGIN, version="0.0.1")
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-test-good,pai-test-broken")
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(create_cli(), list(args), catch_exceptions=False)
+
+
+# -- pai plugins ------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("good_and_broken")
+def test_plugins_json_lists_every_plugin_with_status_and_error() -> None:
+    result = invoke("plugins", "--json")
+
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.stdout)["plugins"]}
+    assert rows["pai-test-good"] == {
+        "name": "pai-test-good",
+        "distribution": "pai-test-good",
+        "version": "1.2.3",
+        "status": "loaded",
+        "hooks": ["pai_cli"],
+        "error": None,
+    }
+    broken = rows["pai-test-broken"]
+    assert broken["status"] == "failed"
+    assert broken["distribution"] == "pai-test-broken"
+    assert broken["version"] == "0.0.1"
+    assert "ImportError" in broken["error"]
+    assert "not installed" in broken["error"]
+    # every other installed plugin is listed as skipped (PAI_LOAD_PLUGINS)
+    assert {row["status"] for name, row in rows.items() if not name.startswith("pai-test")} <= {
+        "skipped"
+    }
+
+
+@pytest.mark.usefixtures("good_and_broken")
+def test_plugins_table_is_plain_when_piped_and_shows_the_error() -> None:
+    result = invoke("plugins")
+
+    assert result.exit_code == 0  # a failed plugin is reported, not fatal
+    assert ANSI not in result.stdout
+    header, *lines = result.stdout.splitlines()
+    assert header.split() == ["PLUGIN", "DISTRIBUTION", "VERSION", "HOOKS", "STATUS", "ERROR"]
+    good = next(line for line in lines if line.startswith("pai-test-good "))
+    assert good.split()[:5] == ["pai-test-good", "pai-test-good", "1.2.3", "pai_cli", "loaded"]
+    broken = next(line for line in lines if line.startswith("pai-test-broken "))
+    assert "failed" in broken
+    assert "ImportError: this plugin needs a module that is not installed" in broken
+    # columns are aligned: every row's status starts where the header's does
+    column = header.index("STATUS")
+    assert good[column:].startswith("loaded")
+    assert broken[column:].startswith("failed")
+    assert "1 plugin(s) failed to load" in result.stderr
+    assert "PAI_STRICT_PLUGINS" in result.stderr
+
+
+@pytest.mark.usefixtures("good_and_broken")
+def test_plugins_table_is_rich_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pai_cli, "stdout_is_terminal", lambda: True)
+
+    result = invoke("plugins")
+
+    assert result.exit_code == 0
+    assert "Plugin" in result.stdout  # rich keeps the header's case
+    assert "─" in result.stdout  # and draws the header rule
+    assert "pai-test-good" in result.stdout
+    assert "failed" in result.stdout
+
+
+def test_plugins_with_none_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "")
+
+    result = invoke("plugins", "--json")
+
+    assert result.exit_code == 0
+    assert all(row["status"] == "skipped" for row in json.loads(result.stdout)["plugins"])
+
+
+@pytest.mark.usefixtures("good_and_broken")
+def test_a_plugin_adds_commands_through_the_pai_cli_hook() -> None:
+    result = invoke("hello", "--name", "pai")
+
+    assert result.exit_code == 0
+    assert result.stdout == "hello, pai\n"
+    assert "hello" in invoke("--help").stdout
+
+
+@pytest.mark.usefixtures("good_and_broken")
+def test_strict_plugins_make_a_broken_plugin_fatal_with_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PAI_STRICT_PLUGINS", "1")
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plugins"])
+
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "pai-test-broken" in err
+    assert "unset PAI_STRICT_PLUGINS" in err
+    assert "Traceback" not in err
+
+
+def test_a_plugin_whose_cli_hook_fails_is_reported_and_the_rest_works(
+    dists: Distributions, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dists.add(
+        "pai-test-badcli",
+        "pai_test_badcli_plugin",
+        """
+        from pai.core import hookimpl
+
+        @hookimpl
+        def pai_cli(cli):
+            raise RuntimeError("boom")
+        """,
+    )
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-test-badcli")
+
+    cli = create_cli()
+
+    assert "a plugin failed to add its commands (RuntimeError: boom)" in capsys.readouterr().err
+    assert CliRunner().invoke(cli, ["plugins", "--json"]).exit_code == 0
+
+
+# -- pai config -------------------------------------------------------------------------------------
+
+
+def test_config_without_a_file_says_defaults_apply() -> None:
+    result = invoke("config")
+
+    assert result.exit_code == 0
+    assert "no pai.toml or pyproject.toml with [tool.pai] found" in result.stdout
+    assert "defaults apply" in result.stdout
+    assert json.loads(invoke("config", "--json").stdout) == {"files": [], "values": []}
+
+
+def test_config_lists_each_value_with_its_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = Path("pai.toml")
+    config.write_text(
+        '[capabilities.sandbox]\nprovider = "docker"\n\n'
+        '[capabilities.sandbox.docker]\nimage = "python:3.12-slim"\n'
+    )
+    monkeypatch.setenv("PAI_CAPABILITIES__SANDBOX__OUTPUT_LIMIT", "2048")
+
+    result = invoke("config")
+
+    assert result.exit_code == 0, result.output
+    assert ANSI not in result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"read: {config.resolve()}"
+    assert lines[1].split() == ["KEY", "VALUE", "SOURCE"]
+    rows = {line.split()[0]: line.split(maxsplit=2)[1:] for line in lines[2:]}
+    assert rows["capabilities.sandbox.provider"] == ['"docker"', str(config.resolve())]
+    assert rows["capabilities.sandbox.docker.image"] == [
+        '"python:3.12-slim"',
+        str(config.resolve()),
+    ]
+    assert rows["capabilities.sandbox.output_limit"] == [
+        "2048",
+        "env PAI_CAPABILITIES__SANDBOX__OUTPUT_LIMIT",
+    ]
+
+
+def test_config_json_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    Path("pyproject.toml").write_text(
+        '[project]\nname = "app"\n\n[tool.pai.capabilities.sandbox]\nscope = "user"\n'
+    )
+
+    result = invoke("config", "--json")
+
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data == {
+        "files": [str(Path("pyproject.toml").resolve())],
+        "values": [
+            {
+                "key": "capabilities.sandbox.scope",
+                "value": "user",
+                "source": str(Path("pyproject.toml").resolve()),
+            }
+        ],
+    }
+
+
+def test_config_error_is_one_message_and_exit_2() -> None:
+    Path("pai.toml").write_text("[capabilities.sandbox\n")
+
+    result = invoke("config")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: ")
+    assert "pai.toml" in result.stderr
+    assert "not valid TOML" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_config_finds_the_file_in_a_parent_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Path("pai.toml").write_text('[capabilities.sandbox]\nprovider = "inmemory"\n')
+    nested = Path("src", "app")
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)
+
+    data = json.loads(invoke("config", "--json").stdout)
+
+    assert data["files"] == [str((tmp_path / "work" / "pai.toml").resolve())]
+
+
+# -- errors of any command --------------------------------------------------------------------------
+
+
+def test_a_pai_error_in_any_command_exits_2_with_its_message() -> None:
+    @click.command("explode")
+    def explode() -> None:
+        raise UserError("the widget is misconfigured; set widget.size in pai.toml")
+
+    cli = create_cli()
+    cli.add_command(explode)
+
+    result = CliRunner().invoke(cli, ["explode"])
+
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: the widget is misconfigured; set widget.size in pai.toml\n")
+    assert "Traceback" not in result.output
+
+
+def test_an_unknown_command_is_a_usage_error() -> None:
+    result = invoke("no-such-command")
+
+    assert result.exit_code == 2
+    assert "No such command" in result.stderr
+
+
+def test_version() -> None:
+    result = invoke("--version")
+
+    assert result.exit_code == 0
+    assert result.stdout.startswith("pai, version ")
+
+
+# -- output helpers ---------------------------------------------------------------------------------
+
+
+def test_echo_table_aligns_plain_columns_and_shows_missing_values_as_dash() -> None:
+    @click.command()
+    def table() -> None:
+        pai_cli.echo_table(
+            [{"a": "x", "b": None, "c": ["p", "q"]}, {"a": "longer", "b": 1, "c": []}],
+            [("a", "A"), ("b", "Bee"), ("c", "C")],
+            title="things:",
+        )
+
+    result = CliRunner().invoke(table)
+
+    assert result.stdout.splitlines() == [
+        "things:",
+        "A       BEE  C",
+        "x       -    p, q",
+        "longer  1    -",
+    ]
+
+
+def test_cell_text_keeps_a_cell_on_one_line() -> None:
+    assert pai_cli.cell_text("two\nlines") == "two lines"
+    assert pai_cli.cell_text(("a", None)) == "a, -"
+
+
+# -- the real entry path ----------------------------------------------------------------------------
+
+
+def test_python_dash_m_pai_core_cli_runs_plugins_json(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAI_")}
+    completed = subprocess.run(
+        [sys.executable, "-m", "pai.core.cli", "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    data = json.loads(completed.stdout)
+    assert isinstance(data["plugins"], list)
+    for row in data["plugins"]:
+        assert set(row) == {"name", "distribution", "version", "status", "hooks", "error"}

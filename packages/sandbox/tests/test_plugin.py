@@ -1,0 +1,290 @@
+"""The ``sandbox`` capability package: configuration picks an installed provider by name.
+
+A throwaway distribution (a ``*.dist-info`` folder on ``sys.path`` with a ``pai`` entry point)
+registers a fake provider, ``fake``, built on the recording test double. ``PAI_LOAD_PLUGINS``
+limits loading to it and pai-sandbox, so these tests see the same providers whether or not
+pai-sandbox-inmemory is installed in the environment.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from fakes import RecordingProvider
+from pydantic import BaseModel
+
+from pai.core import (
+    ConfigError,
+    PaiConfig,
+    ToolContext,
+    bindings_from_config,
+    create_agent_runtime,
+    define_agent,
+    define_tool,
+    get_plugins,
+    load_config,
+    reset_plugins,
+)
+from pai.core.testing import ScriptedModel, text, tool_call
+from pai.sandbox import Sandbox, sandbox
+from pai.sandbox._plugin import (
+    ProviderOptionsError,
+    UnknownProviderError,
+    build_provider,
+    sandbox_providers,
+)
+
+_serial = itertools.count(1)
+
+FAKE_PROVIDER = """
+from pydantic import BaseModel, ConfigDict
+
+from fakes import RecordingProvider
+from pai.core import hookimpl
+from pai.sandbox._plugin import SandboxProviderRegistration
+
+built = []
+
+
+class FakeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    image: str = "default"
+    cpus: int = 1
+
+
+def make(options):
+    provider = RecordingProvider()
+    built.append((options, provider))
+    return provider
+
+
+@hookimpl
+def pai_sandbox_providers():
+    return [
+        SandboxProviderRegistration(
+            name="fake",
+            factory=make,
+            options=FakeOptions,
+            description="A recording test double.",
+            install_hint="pip install pai-sandbox-fake",
+        )
+    ]
+"""
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """Install the ``fake`` provider's distribution; load only it and pai-sandbox."""
+    for name in list(os.environ):
+        if name.startswith("PAI_"):
+            monkeypatch.delenv(name)
+    module = f"pai_throwaway_fake_provider_{next(_serial)}_{os.getpid()}"
+    folder = tmp_path / "site"
+    dist_info = folder / "pai_sandbox_fake-1.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: pai-sandbox-fake\nVersion: 1.0\n"
+    )
+    (dist_info / "entry_points.txt").write_text(f"[pai]\npai-sandbox-fake = {module}\n")
+    (folder / f"{module}.py").write_text(textwrap.dedent(FAKE_PROVIDER))
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-sandbox,pai-sandbox-fake")
+    reset_plugins()
+    plugins = get_plugins()
+    assert sorted(sandbox_providers(plugins)) == ["fake"]
+    yield sys.modules[module]
+    reset_plugins()
+    del sys.modules[module]
+
+
+def config_of(tmp_path: Path, content: str, environ: dict[str, str] | None = None) -> PaiConfig:
+    (tmp_path / "pai.toml").write_text(content)
+    return load_config(tmp_path, environ=environ or {})
+
+
+class RunInput(BaseModel):
+    command: str
+
+
+def coder() -> Any:
+    async def run(ctx: ToolContext[RunInput]) -> str:
+        box: Sandbox = ctx.capabilities[sandbox]
+        return (await box.run_command(ctx.input.command)).stdout
+
+    return define_agent(
+        name="coder",
+        tools={
+            "runScript": define_tool(
+                id="runScript",
+                description="Run a command in the sandbox.",
+                input_schema=RunInput,
+                capabilities={"sandbox": sandbox},
+                execute=run,
+            )
+        },
+    )
+
+
+def bind(config: PaiConfig) -> Any:
+    return bindings_from_config(coder().requirements, config=config)["sandbox"]
+
+
+# -- choosing a provider -------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_an_agent_whose_tool_needs_a_sandbox_gets_it_from_configuration(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(
+        tmp_path,
+        '[capabilities.sandbox]\nscope = "user"\nprovider = "fake"\n\n'
+        '[capabilities.sandbox.fake]\nimage = "python:3.12"\n',
+    )
+
+    async with create_agent_runtime(
+        agent=coder(),
+        model=ScriptedModel([tool_call("runScript", {"command": "echo hi"}), text("done")]),
+        scope_key=lambda identity: "acme",
+        user_key=lambda identity: "ann",
+        config=config,
+    ) as runtime:
+        assert runtime.bindings["sandbox"].scope == "user"
+        thread = await runtime.admin(identity=None).create_thread()
+        await thread.send("go")
+
+    ((options, provider),) = fake.built
+    assert (options.image, options.cpus) == ("python:3.12", 1)
+    assert isinstance(provider, RecordingProvider)
+    assert [run.command for run in provider.runs] == ["echo hi"]
+
+
+def test_an_environment_variable_chooses_the_provider(fake: ModuleType, tmp_path: Path) -> None:
+    config = load_config(
+        tmp_path,
+        environ={
+            "PAI_CAPABILITIES__SANDBOX__PROVIDER": "fake",
+            "PAI_CAPABILITIES__SANDBOX__FAKE__CPUS": "4",
+        },
+    )
+
+    binding = bind(config)
+
+    assert binding.capability is sandbox
+    ((options, _),) = fake.built
+    assert options.cpus == 4
+
+
+# -- unknown providers ---------------------------------------------------------------------------
+
+
+def test_an_unknown_provider_lists_the_installed_ones_and_what_to_pip_install(
+    fake: ModuleType,
+) -> None:
+    with pytest.raises(UnknownProviderError) as caught:
+        build_provider("docker")
+
+    message = str(caught.value)
+    assert "sandbox provider 'docker'" in message
+    assert "is not installed" in message
+    assert "installed providers: 'fake' (pai-sandbox-fake)" in message
+    assert "pip install pai-sandbox-docker" in message
+
+
+def test_an_unknown_provider_in_configuration_names_the_file_and_keeps_the_advice(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "docker"\n')
+
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+
+    assert isinstance(caught.value.__cause__, UnknownProviderError)
+    message = str(caught.value)
+    assert str(tmp_path / "pai.toml") in message
+    assert "'docker'" in message
+    assert "installed providers: 'fake' (pai-sandbox-fake)" in message
+    assert "pip install pai-sandbox-docker" in message
+
+
+def test_the_default_provider_when_it_is_not_installed_says_what_to_install(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(tmp_path, "")  # no provider named: the embedded default, inmemory
+
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+
+    assert isinstance(caught.value.__cause__, UnknownProviderError)
+    message = str(caught.value)
+    assert "'inmemory'" in message
+    assert "its defaults ([capabilities.sandbox] is not configured" in message
+    assert "pip install pai-sandbox-inmemory" in message
+
+
+# -- options -------------------------------------------------------------------------------------
+
+
+def test_a_bad_provider_option_names_the_key_and_the_valid_keys(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(
+        tmp_path,
+        '[capabilities.sandbox]\nprovider = "fake"\n\n[capabilities.sandbox.fake]\nimgae = "x"\n',
+    )
+
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+
+    assert isinstance(caught.value.__cause__, ProviderOptionsError)
+    message = str(caught.value)
+    assert "[capabilities.sandbox.fake].imgae" in message
+    assert "Valid keys: ['cpus', 'image']" in message
+    assert str(tmp_path / "pai.toml") in message
+
+
+def test_a_bad_provider_option_value_names_the_key(fake: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(ProviderOptionsError) as caught:
+        build_provider("fake", {"cpus": "many"})
+
+    message = str(caught.value)
+    assert "invalid options for sandbox provider 'fake'" in message
+    assert "[capabilities.sandbox.fake].cpus" in message
+    assert "Valid keys" in message
+
+
+def test_an_unknown_key_in_the_sandbox_section_is_reported_with_the_valid_keys(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\ntimout = 5\n')
+
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+
+    assert isinstance(caught.value.__cause__, ProviderOptionsError)
+    message = str(caught.value)
+    assert "unknown key(s) ['timout']" in message
+    assert "'default_timeout'" in message  # among the valid keys
+    assert "[capabilities.sandbox]" in message
+
+
+def test_a_bad_sandbox_setting_names_the_key(fake: ModuleType, tmp_path: Path) -> None:
+    config = config_of(
+        tmp_path, '[capabilities.sandbox]\nprovider = "fake"\noutput_limit = "lots"\n'
+    )
+
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+
+    message = str(caught.value)
+    assert "capabilities.sandbox.output_limit = 'lots'" in message
+    assert "output_limit" in message
