@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 import pluggy
 from pydantic import BaseModel, ConfigDict
@@ -42,10 +42,10 @@ if TYPE_CHECKING:
 PROJECT = "pai"
 """The pluggy project name, and the entry-point group plugins are found in."""
 
-hookspec = pluggy.HookspecMarker(PROJECT)
+hookspec: pluggy.HookspecMarker = pluggy.HookspecMarker(PROJECT)
 """Marks a hook specification (for plugins that add hookspecs of their own)."""
 
-hookimpl = pluggy.HookimplMarker(PROJECT)
+hookimpl: pluggy.HookimplMarker = pluggy.HookimplMarker(PROJECT)
 """Marks a hook implementation: decorate your plugin's hook functions with it."""
 
 _log = logging.getLogger("pai.core.plugins")
@@ -56,7 +56,7 @@ OptionsT = TypeVar("OptionsT", bound=BaseModel)
 class NoOptions(BaseModel):
     """The options model of a registration that takes no options."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +183,9 @@ class Plugins:
     """The loaded plugins, with a typed method per hook. Get it with :func:`get_plugins`."""
 
     def __init__(self, manager: pluggy.PluginManager | None = None) -> None:
-        self.manager = manager if manager is not None else pluggy.PluginManager(PROJECT)
+        self.manager: pluggy.PluginManager = (
+            manager if manager is not None else pluggy.PluginManager(PROJECT)
+        )
         if manager is None:
             self.manager.add_hookspecs(CoreHookSpecs)
         self._info: list[PluginInfo] = []

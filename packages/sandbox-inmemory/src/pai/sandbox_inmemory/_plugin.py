@@ -5,6 +5,8 @@ Kept light: it imports neither just-bash nor the provider until the provider is 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from pai.core._plugins import hookimpl
@@ -15,7 +17,7 @@ from pai.sandbox._provider import SandboxProvider
 class InMemoryOptions(BaseModel):
     """``[capabilities.sandbox.inmemory]``: the interpreter's execution limits."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     max_loop_iterations: int = Field(10_000, gt=0)
     max_command_count: int = Field(100_000, gt=0)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -161,7 +161,7 @@ class SandboxSettings(BaseModel):
     Each provider's own options go in a sub-table named after it (``[capabilities.sandbox.docker]``).
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
 
     provider: str | None = None
     default_timeout: float | None = DEFAULT_TIMEOUT
