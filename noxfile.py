@@ -56,7 +56,11 @@ def _local_closure(package: str) -> list[str]:
 @nox.session(python=PYTHON)
 @nox.parametrize("package", sorted(PACKAGES.values()))
 def tests(session: nox.Session, package: str) -> None:
-    """One package's tests, in its own environment."""
+    """One package's tests, in its own environment.
+
+    Sessions inherit this process's environment, so PAI_REQUIRE_DOCKER, PAI_DOCKER_TEST_IMAGE and
+    DOCKER_HOST (set by .ci/run and scripts/with-docker.sh) reach the Docker provider's tests.
+    """
     pyproject = _pyproject(package)
     editable = [arg for folder in _local_closure(package) for arg in ("-e", f"packages/{folder}")]
     session.install(*editable, *nox.project.dependency_groups(pyproject, "test"))
@@ -135,7 +139,11 @@ def examples(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Every benchmark in benchmarks/, printing ratios against a baseline measured in the run."""
+    """Every benchmark in benchmarks/, printing ratios against a baseline measured in the run.
+
+    bench_docker.py needs a Docker engine and the test image (scripts/build-test-image.sh); without
+    them it prints "skipped: ..." with the reason and exits 0 (it fails if PAI_REQUIRE_DOCKER=1).
+    """
     editable = [arg for folder in PACKAGES.values() for arg in ("-e", f"packages/{folder}")]
     session.install(*editable)
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):

@@ -1,0 +1,45 @@
+"""A PAI sandbox provider on a Docker engine: one hardened container per instance key.
+
+Example::
+
+    from pai.sandbox import sandbox_capability
+    from pai.sandbox_docker import DockerSandboxProvider
+
+    capability = sandbox_capability(provider=DockerSandboxProvider(image="python:3.12-slim"))
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Names resolve on first use: plugin discovery imports this package (for its entry-point module,
+# ``_plugin``), and must not pay for importing the docker SDK until the provider is chosen.
+if TYPE_CHECKING:
+    from pai.sandbox_docker._plugin import DockerOptions as DockerOptions
+    from pai.sandbox_docker._provider import DockerSandboxInstance as DockerSandboxInstance
+    from pai.sandbox_docker._provider import DockerSandboxProvider as DockerSandboxProvider
+    from pai.sandbox_docker._provider import container_name as container_name
+
+_LAZY = {
+    "DockerOptions": "pai.sandbox_docker._plugin",
+    "DockerSandboxInstance": "pai.sandbox_docker._provider",
+    "DockerSandboxProvider": "pai.sandbox_docker._provider",
+    "container_name": "pai.sandbox_docker._provider",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pai.sandbox_docker' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+__all__ = ["DockerOptions", "DockerSandboxInstance", "DockerSandboxProvider", "container_name"]

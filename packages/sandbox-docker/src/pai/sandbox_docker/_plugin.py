@@ -1,0 +1,73 @@
+"""pai-sandbox-docker as a plugin: registers the ``docker`` sandbox provider.
+
+Kept light: it imports neither the ``docker`` SDK nor the provider until the provider is chosen.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pai.core._plugins import hookimpl
+from pai.sandbox._plugin import SandboxProviderRegistration
+from pai.sandbox._provider import SandboxProvider
+
+
+class DockerOptions(BaseModel):
+    """``[capabilities.sandbox.docker]``: the container every sandbox runs in.
+
+    Example::
+
+        [capabilities.sandbox.docker]
+        image = "python:3.12-slim"
+        memory = "1g"
+        network = "bridge"   # the default, "none", gives no network access
+    """
+
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+
+    image: str = Field(min_length=1)
+    workdir: str = "/workspace"
+    user: str | None = None
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    cpus: float | None = Field(None, gt=0)
+    memory: str | int | None = "512m"
+    pids_limit: int | None = Field(256, gt=0)
+    network: str = "none"
+    labels: dict[str, str] = Field(default_factory=dict[str, str])
+    namespace: str = Field("pai", min_length=1)
+    idle_ttl: float | None = Field(None, gt=0, description="seconds")
+    docker_host: str | None = None
+
+
+def _make_provider(options: DockerOptions) -> SandboxProvider:
+    from pai.sandbox_docker._provider import DockerSandboxProvider
+
+    return DockerSandboxProvider(
+        options.image,
+        workdir=options.workdir,
+        user=options.user,
+        env=options.env,
+        cpus=options.cpus,
+        memory=options.memory,
+        pids_limit=options.pids_limit,
+        network=options.network,
+        labels=options.labels,
+        namespace=options.namespace,
+        idle_ttl=options.idle_ttl,
+        docker_host=options.docker_host,
+    )
+
+
+@hookimpl
+def pai_sandbox_providers() -> list[SandboxProviderRegistration]:
+    return [
+        SandboxProviderRegistration(
+            name="docker",
+            factory=_make_provider,
+            options=DockerOptions,
+            description="Sandboxes in Docker containers (hardened: no network, no capabilities).",
+            install_hint="pip install pai-sandbox-docker",
+        )
+    ]
