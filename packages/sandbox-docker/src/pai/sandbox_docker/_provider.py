@@ -609,18 +609,18 @@ class DockerSandboxProvider:
         if not namespace:
             raise SandboxInputError("namespace must not be empty")
         self.image = image
-        self.workdir = posixpath.normpath(workdir)
+        self.workdir: str = posixpath.normpath(workdir)
         self.user = user
-        self.env = dict(env or {})
+        self.env: dict[str, str] = dict(env or {})
         self.cpus = cpus
         self.memory = memory
         self.pids_limit = pids_limit
         self.network = network
-        self.labels = dict(labels or {})
+        self.labels: dict[str, str] = dict(labels or {})
         self.namespace = namespace
         self.idle_ttl = idle_ttl
         self.docker_host = docker_host
-        self.engine = Engine(docker_host)
+        self.engine: Engine = Engine(docker_host)
         self._features = ProviderFeatures(cross_process=True, durable=True, processes=True)
         self._ids: tuple[int, int] | None = _numeric_ids(user) if user is not None else None
         self._image_checked = False
