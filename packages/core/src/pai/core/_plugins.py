@@ -26,7 +26,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 import pluggy
@@ -51,6 +51,7 @@ hookimpl: pluggy.HookimplMarker = pluggy.HookimplMarker(PROJECT)
 _log = logging.getLogger("pai.core.plugins")
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
+R = TypeVar("R")
 
 
 class NoOptions(BaseModel):
@@ -287,38 +288,42 @@ class Plugins:
             results.extend((distribution, record) for record in records or ())
         return results
 
-    def capabilities(self) -> dict[str, CapabilityRegistration]:
-        """Every registered capability package, by capability id."""
-        found: dict[str, CapabilityRegistration] = {}
-        for distribution, record in self.collect("pai_capabilities"):
-            if not isinstance(record, CapabilityRegistration):
+    def registrations(
+        self, hook_name: str, record_type: type[R], *, key: Callable[[R], str], kind: str
+    ) -> dict[str, R]:
+        """The records a registration hook returns, by name, each stamped with its distribution.
+
+        A record of another type, or two records with one name, is a :class:`PluginError`
+        naming the distributions. Plugins that add registration hooks of their own use this
+        (``pai.sandbox`` does, for providers).
+        """
+        found: dict[str, R] = {}
+        for distribution, record in self.collect(hook_name):
+            if not isinstance(record, record_type):
                 raise PluginError(
-                    f"a pai_capabilities hook of {distribution} returned {record!r}; return "
-                    "CapabilityRegistration values"
+                    f"a {hook_name} hook of {distribution} returned {record!r}; return "
+                    f"{record_type.__name__} values"
                 )
-            existing = found.get(record.id)
+            name = key(record)
+            existing = found.get(name)
             if existing is not None:
                 raise DuplicateRegistrationError(
-                    f"capability {record.id!r} is registered twice: by {existing.distribution} "
-                    f"and by {distribution}; uninstall one of them"
+                    f"{kind} {name!r} is registered twice: by "
+                    f"{getattr(existing, 'distribution', '?')} and by {distribution}; uninstall "
+                    "one of them"
                 )
-            found[record.id] = _with_distribution(record, distribution)
+            found[name] = replace(record, distribution=distribution)  # type: ignore[type-var]
         return found
+
+    def capabilities(self) -> dict[str, CapabilityRegistration]:
+        """Every registered capability package, by capability id."""
+        return self.registrations(
+            "pai_capabilities", CapabilityRegistration, key=lambda r: r.id, kind="capability"
+        )
 
     def extend_cli(self, cli: click.Group) -> None:
         """Let every plugin add its commands to ``cli``."""
         self.manager.hook.pai_cli(cli=cli)
-
-
-def _with_distribution(record: CapabilityRegistration, distribution: str) -> CapabilityRegistration:
-    return CapabilityRegistration(
-        capability=record.capability,
-        factory=record.factory,
-        options=record.options,
-        description=record.description,
-        install_hint=record.install_hint,
-        distribution=distribution,
-    )
 
 
 @functools.cache

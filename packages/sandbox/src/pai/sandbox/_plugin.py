@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -25,8 +25,6 @@ from pai.core import CapabilityBinding, UserError
 from pai.core._plugins import (
     CapabilityRegistration,
     CapabilitySettings,
-    DuplicateRegistrationError,
-    PluginError,
     Plugins,
     get_plugins,
     hookimpl,
@@ -99,21 +97,12 @@ class ProviderOptionsError(SandboxError, UserError, ValueError):
 def sandbox_providers(plugins: Plugins | None = None) -> dict[str, SandboxProviderRegistration]:
     """Every installed sandbox provider, by name (from plugins' ``pai_sandbox_providers``)."""
     plugins = plugins if plugins is not None else get_plugins()
-    found: dict[str, SandboxProviderRegistration] = {}
-    for distribution, record in plugins.collect("pai_sandbox_providers"):
-        if not isinstance(record, SandboxProviderRegistration):
-            raise PluginError(
-                f"a pai_sandbox_providers hook of {distribution} returned {record!r}; return "
-                "SandboxProviderRegistration values"
-            )
-        existing = found.get(record.name)
-        if existing is not None:
-            raise DuplicateRegistrationError(
-                f"sandbox provider {record.name!r} is registered twice: by "
-                f"{existing.distribution} and by {distribution}; uninstall one of them"
-            )
-        found[record.name] = replace(record, distribution=distribution)
-    return found
+    return plugins.registrations(
+        "pai_sandbox_providers",
+        SandboxProviderRegistration,
+        key=lambda r: r.name,
+        kind="sandbox provider",
+    )
 
 
 def _installed(providers: Mapping[str, SandboxProviderRegistration]) -> str:
