@@ -10,8 +10,9 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pai.sandbox._lazy import lazy_exports
 
 # Names resolve on first use: plugin discovery imports this package (for its entry-point module,
 # ``_plugin``), and must not pay for importing the docker SDK until the provider is chosen.
@@ -28,18 +29,15 @@ _LAZY = {
     "container_name": "pai.sandbox_docker._provider",
 }
 
+_getattr, _dir = lazy_exports(__name__, _LAZY)
+
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pai.sandbox_docker' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _getattr(name)
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return _dir()
 
 
 __all__ = ["DockerOptions", "DockerSandboxInstance", "DockerSandboxProvider", "container_name"]
