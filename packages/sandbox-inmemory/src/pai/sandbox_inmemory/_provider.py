@@ -187,19 +187,21 @@ class InMemorySandboxInstance:
             state.check()
             await _files.check_workdir(state.fs, cwd)
             outcome: ScriptResult | _Timeout = _TIMED_OUT
-            with anyio.CancelScope() as scope:
+            # One scope serves both ends: its deadline is the timeout, and destroying the
+            # instance cancels it (state.check() below then tells the two apart).
+            deadline = math.inf if timeout is None else anyio.current_time() + timeout
+            with anyio.CancelScope(deadline=deadline) as scope:
                 state.running.add(scope)
                 try:
-                    with anyio.move_on_after(math.inf if timeout is None else timeout):
-                        outcome = await run_script(
-                            state.fs,
-                            runtime.commands,
-                            runtime.limits,
-                            command,
-                            cwd=cwd,
-                            env=env_copy,
-                            stdin=stdin,
-                        )
+                    outcome = await run_script(
+                        state.fs,
+                        runtime.commands,
+                        runtime.limits,
+                        command,
+                        cwd=cwd,
+                        env=env_copy,
+                        stdin=stdin,
+                    )
                 finally:
                     state.running.discard(scope)
             state.check()  # destroyed while it ran
