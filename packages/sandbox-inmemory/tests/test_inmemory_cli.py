@@ -185,3 +185,15 @@ def test_the_console_entry_path_runs_exec_in_a_subprocess(tmp_path: Path) -> Non
 
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "hi\n"
+
+
+def test_exec_with_stdin_flag_feeds_your_input_to_the_command() -> None:
+    result = CliRunner().invoke(
+        create_cli(), ["sandbox", "exec", "-i", "--", "wc", "-l"], input="a\nb\nc\n"
+    )
+    assert (result.exit_code, result.stdout.strip()) == (0, "3")
+
+
+def test_exec_without_stdin_flag_gives_the_command_no_input() -> None:
+    result = CliRunner().invoke(create_cli(), ["sandbox", "exec", "--", "wc", "-l"], input="a\n")
+    assert (result.exit_code, result.stdout.strip()) == (0, "0")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, fields, is_dataclass
@@ -333,10 +334,21 @@ def sandbox_group() -> None:
     help="Seconds before the command is killed inside the sandbox "
     "[default: default_timeout of [capabilities.sandbox], 120].",
 )
+@click.option(
+    "-i",
+    "--stdin",
+    "forward_stdin",
+    is_flag=True,
+    help="Read your standard input to its end and feed it to the command (like docker exec -i).",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD...")
 @click.pass_context
 def exec_command(
-    ctx: click.Context, key: str, timeout: float | None, command: tuple[str, ...]
+    ctx: click.Context,
+    key: str,
+    timeout: float | None,
+    forward_stdin: bool,
+    command: tuple[str, ...],
 ) -> None:
     """Run CMD in the sandbox of --key and pass its exit status through.
 
@@ -344,9 +356,11 @@ def exec_command(
     `pai sandbox exec -- sh -c 'echo $HOME | wc -c'` for pipes and variables. stdout and stderr
     go to yours; a command that times out is killed inside the sandbox and exits with 124. The
     sandbox is kept afterwards (for providers that keep sandboxes outside this process, the next
-    exec with the same --key finds it); remove it with `pai sandbox rm KEY`.
+    exec with the same --key finds it); remove it with `pai sandbox rm KEY`. With -i, your
+    standard input is read to its end first and given to the command.
     """
     line = shlex.join(command)
+    data: bytes | None = sys.stdin.buffer.read() if forward_stdin else None
 
     async def run() -> int:
         from pai.sandbox._sandbox import create_sandbox
@@ -370,7 +384,7 @@ def exec_command(
                 output_limit=settings.output_limit,
             )
             result = await box.run_command(
-                line, timeout=timeout, on_stdout=on_stdout, on_stderr=on_stderr
+                line, stdin=data, timeout=timeout, on_stdout=on_stdout, on_stderr=on_stderr
             )
             # A provider that does not stream still returns the output: print what was not shown.
             if not streamed["out"] and result.stdout:
