@@ -160,34 +160,74 @@ class SandboxSettings(BaseModel):
 _told_default = False
 
 
-def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> CapabilityBinding[Any]:
-    global _told_default
-    options = settings.options
-    providers = sandbox_providers(settings.plugins)
-    name = options.provider
-    if name is None:
-        name = DEFAULT_PROVIDER
-        if not _told_default:
-            _told_default = True
-            _log.info(
-                "no sandbox provider configured; using the embedded in-memory provider (set "
-                "provider in [capabilities.sandbox] to choose another)"
+def _with_path(error: SandboxError, *path: str) -> SandboxError:
+    # Where under [capabilities.sandbox] the problem is, so callers that know where each value
+    # came from (a file, a variable) can say so.
+    error.key_path = path  # type: ignore[attr-defined]
+    return error
+
+
+def _provider_from_settings(
+    settings: SandboxSettings, *, section: str, plugins: Plugins | None
+) -> SandboxProvider:
+    """The provider ``[capabilities.sandbox]`` selects (the default one when it names none),
+    built from its sub-table. Errors carry ``key_path``, the offending key under the section."""
+    providers = sandbox_providers(plugins)
+    name = settings.provider or DEFAULT_PROVIDER
+    extra = dict(settings.model_extra or {})
+    if name not in providers:
+        if settings.provider is None:
+            raise _with_path(
+                UnknownProviderError(
+                    f"no sandbox provider is configured and the default, {DEFAULT_PROVIDER!r}, is "
+                    f"not installed; installed providers: {_installed(providers)}. Install it "
+                    f"(pip install pai-sandbox-{DEFAULT_PROVIDER}) or choose one: provider = "
+                    f'"<name>" in {section} of pai.toml'
+                )
             )
-    extra = dict(options.model_extra or {})
-    # A provider that is not installed is the error to report first (its options table is then
-    # an unknown key too, but "install it" is the fix).
-    if name in providers:
-        unknown = sorted(key for key in extra if key not in providers)
-        if unknown:
-            raise ProviderOptionsError(
-                f"{settings.section} has unknown key(s) {unknown}; valid keys are "
+        # Reported before unknown keys: the provider's options table is then an unknown key
+        # too, but "install it" is the fix.
+        try:
+            build_provider(name, section=section, plugins=plugins)
+        except UnknownProviderError as error:
+            raise _with_path(error, "provider") from None
+    unknown = sorted(key for key in extra if key not in providers)
+    if unknown:
+        raise _with_path(
+            ProviderOptionsError(
+                f"{section} has unknown key(s) {unknown}; valid keys are "
                 f"{sorted(SandboxSettings.model_fields)} and a sub-table per installed provider "
                 f"({sorted(providers)})"
             )
-    provider_options = cast("Mapping[str, Any]", extra.get(name) or {})
-    provider = build_provider(
-        name, provider_options, section=settings.section, plugins=settings.plugins
-    )
+        )
+    options: object = extra.get(name) or {}
+    if not isinstance(options, Mapping):
+        raise _with_path(
+            ProviderOptionsError(
+                f"{section.rstrip(']')}.{name}] must be a table of options, got {options!r}"
+            ),
+            name,
+        )
+    try:
+        return build_provider(
+            name, cast("Mapping[str, Any]", options), section=section, plugins=plugins
+        )
+    except ProviderOptionsError as error:
+        cause = error.__cause__
+        loc = cause.errors()[0]["loc"] if isinstance(cause, ValidationError) else ()
+        raise _with_path(error, name, *(str(part) for part in loc)) from None
+
+
+def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> CapabilityBinding[Any]:
+    global _told_default
+    options = settings.options
+    if options.provider is None and not _told_default:
+        _told_default = True
+        _log.info(
+            "no sandbox provider configured; using the embedded in-memory provider (set "
+            "provider in [capabilities.sandbox] to choose another)"
+        )
+    provider = _provider_from_settings(options, section=settings.section, plugins=settings.plugins)
     return sandbox_capability(
         provider=provider,
         scope=settings.scope or "thread",  # type: ignore[arg-type]  # checked by the binding
@@ -263,48 +303,11 @@ def configured_provider(
                 _origin(*(str(part) for part in error.errors()[0]["loc"])),
             )
         ) from error
-    name = settings.provider or DEFAULT_PROVIDER
-    extra = dict(settings.model_extra or {})
-    providers = sandbox_providers(plugins)
-    if name not in providers and settings.provider is None:
-        raise UnknownProviderError(
-            f"no sandbox provider is configured and the default, {DEFAULT_PROVIDER!r}, is not "
-            f"installed; installed providers: {_installed(providers)}. Install it (pip install "
-            f'pai-sandbox-{DEFAULT_PROVIDER}) or choose one: provider = "<name>" in {where} '
-            "of pai.toml"
-        )
-    if name not in providers:
-        try:
-            build_provider(name, section=where, plugins=plugins)
-        except UnknownProviderError as error:
-            raise UnknownProviderError(_located(str(error), _origin("provider"))) from error
-    unknown = sorted(key for key in extra if key not in providers)
-    if unknown:
-        raise ProviderOptionsError(
-            _located(
-                f"{where} has unknown key(s) {unknown}; valid keys are "
-                f"{sorted(SandboxSettings.model_fields)} and a sub-table per installed provider "
-                f"({sorted(providers) or 'none installed'})",
-                _origin(),
-            )
-        )
-    options: object = extra.get(name) or {}
-    if not isinstance(options, Mapping):
-        raise ProviderOptionsError(
-            _located(
-                f"[capabilities.sandbox.{name}] must be a table of options, got {options!r}",
-                _origin(name),
-            )
-        )
     try:
-        provider = build_provider(
-            name, cast("Mapping[str, Any]", options), section=where, plugins=plugins
-        )
-    except ProviderOptionsError as error:
-        cause = error.__cause__
-        loc = cause.errors()[0]["loc"] if isinstance(cause, ValidationError) else ()
-        origin = _origin(name, *(str(part) for part in loc))
-        raise ProviderOptionsError(_located(str(error), origin)) from error
+        provider = _provider_from_settings(settings, section=where, plugins=plugins)
+    except (UnknownProviderError, ProviderOptionsError) as error:
+        path: tuple[str, ...] = getattr(error, "key_path", ())
+        raise type(error)(_located(str(error), _origin(*path))) from error
     return provider, settings
 
 
