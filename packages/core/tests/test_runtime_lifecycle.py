@@ -447,6 +447,92 @@ async def test_dispose_happens_once_the_settlement_window_passes_even_if_work_st
     assert len(boxes.dispose_inputs) == 1
 
 
+async def test_dispose_still_runs_when_the_caller_of_delete_is_cancelled_while_work_settles() -> (
+    None
+):
+    blocker = Blocker(box, shield=True)
+    boxes = RecordingBinding(box)
+    runtime = build_runtime(
+        build_agent(commands={"block": blocker.command()}), boxes, settlement_window=60
+    )
+    thread = await new_thread(runtime)
+    deleter_cancelled = anyio.Event()
+
+    async def delete_then_get_cancelled(scope: anyio.CancelScope) -> None:
+        with scope:
+            await thread.delete()
+        deleter_cancelled.set()
+
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(raises_thread_deleted, lambda: thread.commands.block({}))
+            await blocker.started.wait()
+            deleter = anyio.CancelScope()
+            tg.start_soon(delete_then_get_cancelled, deleter)
+            await blocker.cancelled.wait()  # the delete is now inside its settlement window
+            deleter.cancel()  # the caller of delete() goes away (a dropped request)
+            blocker.shield_until.set()
+            await deleter_cancelled.wait()
+
+    assert len(boxes.dispose_inputs) == 1
+    assert boxes.instances == {}
+
+
+async def test_a_command_that_deletes_its_own_thread_disposes_its_instances() -> None:
+    boxes = RecordingBinding(box)
+    deleted_from_inside: list[bool] = []
+
+    async def run(ctx: CommandContext[NoInput]) -> str:
+        await ctx.capabilities[box].use()
+        await runtime.admin(identity=ANN).thread(ctx.thread_id).delete()
+        deleted_from_inside.append(True)
+        return "deleted myself"
+
+    agent = build_agent(
+        commands={
+            "self_destruct": define_command(input=NoInput, capabilities={"box": box}, run=run)
+        }
+    )
+    runtime = build_runtime(agent, boxes, settlement_window=60)
+    thread = await new_thread(runtime)
+
+    with anyio.fail_after(LIMIT), pytest.raises(ThreadDeletedError):
+        await thread.commands.self_destruct({})
+
+    assert deleted_from_inside == [True]  # delete() returned inside the command, without waiting
+    assert len(boxes.dispose_inputs) == 1
+    assert boxes.instances == {}
+    assert runtime.active_operations(thread.id) == 0
+
+
+async def test_a_tool_that_deletes_its_own_thread_disposes_its_instances() -> None:
+    boxes = RecordingBinding(box)
+
+    async def execute(ctx: ToolContext[NoInput]) -> str:
+        await ctx.capabilities[box].use()
+        await runtime.admin(identity=ANN).thread(ctx.thread_id).delete()
+        return "deleted myself"
+
+    tool = define_tool(
+        id="selfDestruct",
+        description="delete this conversation",
+        input_schema=NoInput,
+        capabilities={"box": box},
+        execute=execute,
+    )
+    model = ScriptedModel([tool_call("selfDestruct"), text("unreachable")])
+    runtime = build_runtime(build_agent(model=model, tools={"selfDestruct": tool}), boxes)
+    thread = await new_thread(runtime)
+
+    with anyio.fail_after(LIMIT), pytest.raises(ThreadDeletedError):
+        await thread.send("clean up")
+
+    assert len(boxes.dispose_inputs) == 1
+    assert boxes.instances == {}
+    with pytest.raises(ThreadNotFoundError):
+        await thread.record()
+
+
 # -- thread delete: what is disposed ----------------------------------------------------------
 
 

@@ -36,6 +36,7 @@ from pai.core import (
     CommandInputError,
     ErrorMessage,
     InMemoryStorage,
+    InvalidThreadIdError,
     ModelRequest,
     SqliteStorage,
     StepLimitExceededError,
@@ -203,6 +204,31 @@ async def test_an_unknown_thread_id_raises_thread_not_found_naming_it() -> None:
         await runtime.admin(identity=ANN).thread("no-such-thread").commands.greet({"name": "a"})
 
     assert caught.value.thread_id == "no-such-thread"
+
+
+@pytest.mark.parametrize("bad_id", [5, "", b"t1", 1.5], ids=repr)
+async def test_creating_a_thread_with_an_id_that_is_not_a_non_empty_str_is_refused_before_storage(
+    bad_id: object,
+) -> None:
+    storage = InMemoryStorage()
+    runtime = build_runtime(
+        build_agent(commands={"greet": define_command(input=Greeting, run=greet)}), storage=storage
+    )
+    admin = runtime.admin(identity=ANN)
+
+    with pytest.raises(InvalidThreadIdError, match="thread_id must be a non-empty str") as caught:
+        await admin.create_thread(thread_id=bad_id)  # type: ignore[arg-type]
+
+    assert repr(bad_id) in str(caught.value)
+    assert await storage.list_threads(SCOPE) == ()
+
+
+@pytest.mark.parametrize("bad_id", [5, "", None, b"t1"], ids=repr)
+def test_a_handle_on_an_id_that_is_not_a_non_empty_str_is_refused_at_once(bad_id: object) -> None:
+    runtime = greeter()
+
+    with pytest.raises(InvalidThreadIdError, match=r"thread\(\): thread_id"):
+        runtime.admin(identity=ANN).thread(bad_id)  # type: ignore[arg-type]
 
 
 IN_A_THREAD: dict[str, Callable[[ThreadHandle], Awaitable[object]]] = {

@@ -427,20 +427,66 @@ def test_a_scope_key_option_returning_no_usable_key_raises_naming_scope_key(
     assert repr(returned) in str(caught.value)
 
 
-@pytest.mark.parametrize("returned", ["", 42], ids=["empty", "int"])
-def test_a_user_key_option_returning_a_non_string_or_empty_raises_naming_user_key(
-    returned: object,
+def failing_user_key(behaviour: str) -> Callable[[Who], Any]:
+    def user_key(who: Who) -> Any:
+        if behaviour == "raises":
+            raise KeyError("no user on this request")
+        return {"none": None, "empty": "", "int": 42}[behaviour]
+
+    return user_key
+
+
+USER_KEY_FAILURES = ["raises", "none", "empty", "int"]
+
+
+@pytest.mark.parametrize("behaviour", USER_KEY_FAILURES)
+async def test_a_failing_user_key_fails_only_the_user_scoped_acquisition_naming_user_key(
+    behaviour: str,
 ) -> None:
-    runtime = build_runtime(
-        command_agent(),
-        RecordingBinding(box),
-        user_key=lambda who: returned,  # type: ignore[arg-type, return-value]
-    )
+    per_user = RecordingBinding(box, scope="user")
+    runtime = build_runtime(command_agent(), per_user, user_key=failing_user_key(behaviour))
+    admin = runtime.admin(identity=ANN)  # admin() itself works
+    thread_id = await new_thread(runtime)
 
     with pytest.raises(CapabilityBindingError, match="user_key") as caught:
-        runtime.admin(identity=ANN)
+        await admin.thread(thread_id).commands.use({})
 
-    assert repr(returned) in str(caught.value)
+    assert caught.value.ids == ("box",)
+    assert caught.value.__cause__ is not None  # the original failure, chained
+    if behaviour == "raises":
+        assert isinstance(caught.value.__cause__, KeyError)
+    assert per_user.acquire_inputs == []
+
+
+@pytest.mark.parametrize("behaviour", USER_KEY_FAILURES)
+async def test_a_failing_user_key_leaves_every_other_scope_working(behaviour: str) -> None:
+    per_thread = RecordingBinding(box, scope="thread")
+    runtime = build_runtime(command_agent(), per_thread, user_key=failing_user_key(behaviour))
+    thread_id = await new_thread(runtime)
+
+    await use(runtime, ANN, thread_id)
+
+    assert len(per_thread.acquire_inputs) == 1
+    assert per_thread.acquire_inputs[0].user_key is None
+
+
+async def test_a_failing_user_key_in_a_tool_is_a_model_facing_error_and_a_logged_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    per_user = RecordingBinding(box, scope="user")
+    agent = build_agent(
+        model=ScriptedModel([tool_call("useBox"), text("done")]), tools={"useBox": use_tool(box)}
+    )
+    runtime = build_runtime(agent, per_user, user_key=failing_user_key("raises"))
+    thread = await runtime.admin(identity=ANN).create_thread()
+
+    with caplog.at_level("WARNING", logger="pai.core"):
+        result = await thread.send("go")
+
+    [tool_result] = of_role(result.messages, "tool")
+    assert tool_result.is_error
+    assert "user_key" in tool_result.content
+    assert any("user_key" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
 
 
 # -- the rootThread walk ----------------------------------------------------------------------
@@ -507,3 +553,65 @@ async def test_threads_the_runtime_delegates_know_their_root_without_a_walk() ->
 
     assert storage.reads == 1  # the top-level thread, read once when the run starts
     assert len(roots.acquire_inputs) == 4
+
+
+async def test_a_known_root_does_not_outlive_its_thread_when_another_runtime_reuses_the_id() -> (
+    None
+):
+    storage = InMemoryStorage()
+    roots = RecordingBinding(root_box, scope="rootThread")
+    agent = build_agent(commands={"use": use_command(root_box)})
+    ours = build_runtime(agent, roots, storage=storage)
+    theirs = build_runtime(agent, RecordingBinding(root_box, scope="rootThread"), storage=storage)
+    for stored in (
+        ThreadRecord(id="old-root", scope_key=SCOPE, agent_name="main"),
+        ThreadRecord(id="child", scope_key=SCOPE, agent_name="main", parent_thread_id="old-root"),
+    ):
+        await storage.create_thread(stored)
+    await use(ours, ANN, "child", "use")  # ours now knows child -> old-root
+    await theirs.admin(identity=ANN).thread("old-root").delete()  # child goes with it
+    for stored in (
+        ThreadRecord(id="new-root", scope_key=SCOPE, agent_name="main"),
+        ThreadRecord(id="child", scope_key=SCOPE, agent_name="main", parent_thread_id="new-root"),
+    ):
+        await storage.create_thread(stored)
+
+    await use(ours, ANN, "child", "use")
+
+    assert [i.root_thread_id for i in roots.acquire_inputs] == ["old-root", "new-root"]
+    assert roots.keys[-1] == instance_key("root-box", "rootThread", (SCOPE, "new-root"))
+
+
+async def test_a_known_ancestor_link_is_checked_against_the_ancestor_read_in_a_walk() -> None:
+    storage = InMemoryStorage()
+    roots = RecordingBinding(root_box, scope="rootThread")
+    agent = build_agent(commands={"use": use_command(root_box)})
+    ours = build_runtime(agent, roots, storage=storage)
+    await chain(storage, 2)  # d0 <- d1 <- d2
+    await use(ours, ANN, "d2", "use")  # ours knows d1 -> d0 and d2 -> d0
+    await storage.delete_thread("d0")  # another process deletes the tree and builds another
+    for stored in (
+        ThreadRecord(id="e0", scope_key=SCOPE, agent_name="main"),
+        ThreadRecord(id="d1", scope_key=SCOPE, agent_name="main", parent_thread_id="e0"),
+        ThreadRecord(id="d3", scope_key=SCOPE, agent_name="main", parent_thread_id="d1"),
+    ):
+        await storage.create_thread(stored)
+
+    await use(ours, ANN, "d3", "use")
+
+    assert roots.acquire_inputs[-1].root_thread_id == "e0"
+
+
+async def test_a_parent_cycle_in_storage_fails_the_walk_instead_of_looping() -> None:
+    storage = InMemoryStorage()
+    roots = RecordingBinding(root_box, scope="rootThread")
+    runtime = build_runtime(
+        build_agent(commands={"use": use_command(root_box)}), roots, storage=storage
+    )
+    for thread_id, parent in (("a", "b"), ("b", "a")):
+        await storage.create_thread(
+            ThreadRecord(id=thread_id, scope_key=SCOPE, agent_name="main", parent_thread_id=parent)
+        )
+
+    with pytest.raises(RuntimeError, match="cycle"):
+        await use(runtime, ANN, "a", "use")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from typing import TYPE_CHECKING
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, assume, example, find, given, settings
 from hypothesis import strategies as st
 
 from pai.core import ScopeKind, instance_key
-from pai.core._scope import SCOPE_KINDS, encode_key_part
+from pai.core._scope import MAX_KEY_LENGTH, SCOPE_KINDS, encode_key_part
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,6 +40,12 @@ parts_tuples = st.lists(any_text, max_size=4).map(tuple)
 
 Identity = tuple[str, ScopeKind, tuple[str, ...]]
 identities = st.tuples(capability_ids, scope_kinds, parts_tuples)
+# Identities whose encoding is past the length bound (a 400-character scope key, say) are rare in
+# the strategy above, so they get one of their own.
+long_parts = st.lists(
+    st.lists(any_char, min_size=40, max_size=400).map("".join), min_size=1, max_size=3
+)
+long_identities = st.tuples(capability_ids, scope_kinds, long_parts.map(tuple))
 
 KEY_ALPHABET = re.compile(r"^[a-z0-9._-]+$")
 TAGS: dict[str, ScopeKind] = {
@@ -72,6 +79,15 @@ def decode_part(encoded: str) -> str:
             out.append(ord(ch))
             i += 1
     return out.decode("utf-8", "surrogatepass")
+
+
+def full_encoding(identity: Identity) -> str:
+    """The documented encoding, before the length bound applies."""
+    capability_id, kind, parts = identity
+    tag = {kind: tag for tag, kind in TAGS.items()}[kind]
+    return f"pai1.{tag}.{encode_key_part(capability_id)}" + "".join(
+        "." + encode_key_part(part) for part in parts
+    )
 
 
 def decode(key: str) -> Identity:
@@ -198,7 +214,79 @@ def test_generated_identities_often_contain_lone_surrogates() -> None:
 @example(("acme.vault", "rootThread", ("a.b", "_2e", "")))
 @example(("sandbox", "global", ()))
 def test_every_key_decodes_back_to_its_identity(identity: Identity) -> None:
+    assume(len(full_encoding(identity)) <= MAX_KEY_LENGTH)
+
     assert decode(instance_key(*identity)) == identity
+
+
+# -- property: bounded length ------------------------------------------------------------------
+
+
+@given(st.one_of(identities, long_identities))
+@example(("sandbox", "scope", ("x" * 500,)))
+@example(("sandbox", "thread", ("\ud800" * 100, "t")))
+def test_every_key_is_at_most_the_bound_whatever_the_identitys_length(identity: Identity) -> None:
+    assert len(instance_key(*identity)) <= MAX_KEY_LENGTH
+
+
+@given(identities)
+def test_a_key_within_the_bound_is_exactly_the_documented_encoding(identity: Identity) -> None:
+    full = full_encoding(identity)
+    assume(len(full) <= MAX_KEY_LENGTH)
+
+    assert instance_key(*identity) == full
+
+
+@given(long_identities)
+def test_a_key_past_the_bound_keeps_a_readable_prefix_and_ends_in_a_digest_of_the_encoding(
+    identity: Identity,
+) -> None:
+    full = full_encoding(identity)
+    assume(len(full) > MAX_KEY_LENGTH)
+
+    key = instance_key(*identity)
+
+    prefix, mark, digest = key[:-66], key[-66:-64], key[-64:]
+    assert full.startswith(prefix)
+    assert mark == "_h"
+    assert digest == hashlib.sha256(full.encode()).hexdigest()
+
+
+def test_the_longest_key_within_the_bound_is_kept_and_one_more_character_is_bounded() -> None:
+    base = len(instance_key("sandbox", "scope", ("",)))
+    at_bound = instance_key("sandbox", "scope", ("a" * (MAX_KEY_LENGTH - base),))
+    past_bound = instance_key("sandbox", "scope", ("a" * (MAX_KEY_LENGTH - base + 1),))
+
+    assert len(at_bound) == MAX_KEY_LENGTH
+    assert "_h" not in at_bound
+    assert len(past_bound) == MAX_KEY_LENGTH
+    assert past_bound.endswith(
+        "_h"
+        + hashlib.sha256(
+            full_encoding(("sandbox", "scope", ("a" * (MAX_KEY_LENGTH - base + 1),))).encode()
+        ).hexdigest()
+    )
+
+
+@given(st.one_of(identities, long_identities), st.one_of(identities, long_identities))
+@example(("sandbox", "scope", ("a" * 300,)), ("sandbox", "scope", ("a" * 301,)))
+def test_distinct_identities_never_share_a_key_also_past_the_bound(
+    a: Identity, b: Identity
+) -> None:
+    assume(a != b)
+
+    assert instance_key(*a) != instance_key(*b)
+
+
+@given(long_identities, identities)
+def test_a_bounded_key_never_equals_a_key_within_the_bound(long: Identity, short: Identity) -> None:
+    assume(len(full_encoding(long)) > MAX_KEY_LENGTH)
+    assume(len(full_encoding(short)) <= MAX_KEY_LENGTH)
+
+    bounded, kept = instance_key(*long), instance_key(*short)
+    assert "_h" in bounded
+    assert "_h" not in kept  # every "_" within the bound starts a hex escape
+    assert bounded != kept
 
 
 @given(identities, identities)
@@ -269,14 +357,17 @@ def test_every_key_names_its_scope_kind_and_capability_id(identity: Identity) ->
 @given(
     capability_ids.filter(lambda i: len(i) <= 20),
     scope_kinds,
-    st.lists(st.lists(any_char, max_size=8).map("".join), max_size=2).map(tuple),
+    st.one_of(
+        st.lists(st.lists(any_char, max_size=8).map("".join), max_size=2).map(tuple),
+        long_parts.map(tuple),
+    ),
 )
 @example("sandbox", "thread", ("\ud800", "A.b/c"))
+@example("sandbox", "thread", ("\ud800" * 200, "x" * 300))
 def test_keys_work_as_file_names(
     tmp_path: Path, capability_id: str, kind: ScopeKind, parts: tuple[str, ...]
 ) -> None:
     key = instance_key(capability_id, kind, parts)
-    assume(len(key.encode()) < 255)
 
     path = tmp_path / key
     path.write_text("x")
@@ -304,4 +395,7 @@ def test_instance_key_never_raises_for_any_str_even_an_invalid_capability_id(
 ) -> None:
     key = instance_key(capability_id, kind, parts)
 
-    assert decode(key) == (capability_id, kind, parts)
+    if len(full_encoding((capability_id, kind, parts))) <= MAX_KEY_LENGTH:
+        assert decode(key) == (capability_id, kind, parts)
+    else:
+        assert len(key) == MAX_KEY_LENGTH

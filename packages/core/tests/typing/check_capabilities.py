@@ -15,10 +15,17 @@ from pai.core import (
     AcquireInput,
     Capability,
     CapabilityBinding,
+    CommandContext,
+    InstructionsInput,
+    RuntimeContextInput,
     Tool,
     ToolContext,
+    ToolEnabledInput,
+    ToolEntry,
     create_capability_binding,
+    define_agent,
     define_capability,
+    define_command,
     define_tool,
 )
 
@@ -92,3 +99,56 @@ def broken_binding() -> CapabilityBinding[Sandbox]:
 
 # Bindings are covariant in their facade, so a binding record accepts every binding:
 record: dict[str, CapabilityBinding[object]] = {"sandbox": binding}
+
+
+# -- runtime context and tool entries -----------------------------------------------------------
+
+
+class Plan(BaseModel):
+    tier: str
+
+
+def plan_of(run: RuntimeContextInput) -> Plan:
+    return Plan(tier="gold")
+
+
+async def plan_tool(ctx: ToolContext[RunInput, Plan]) -> str:
+    assert_type(ctx.runtime_context, Plan)
+    assert_type(ctx.runtime_context.tier, str)
+    ctx.runtime_context.no_such_field  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+    return ctx.runtime_context.tier
+
+
+def untyped_tool(ctx: ToolContext[RunInput]) -> str:
+    # Without a context type argument the runtime context is Any: no error, no help.
+    return str(ctx.runtime_context)
+
+
+def plan_command(ctx: CommandContext[RunInput, Plan]) -> str:
+    assert_type(ctx.runtime_context, Plan)
+    return ctx.runtime_context.tier
+
+
+def gold_only(check: ToolEnabledInput[Plan]) -> bool:
+    assert_type(check.runtime_context, Plan)
+    assert_type(check.step, int)
+    return check.runtime_context.tier == "gold"
+
+
+def instructions(run: InstructionsInput[Plan]) -> str:
+    assert_type(run.runtime_context, Plan)
+    return f"You serve a {run.runtime_context.tier} customer."
+
+
+tiered = define_tool(id="tiered", description="t", input_schema=RunInput, execute=plan_tool)
+entry = ToolEntry(tool=tiered, enabled=gold_only)
+assert_type(entry, ToolEntry[Plan])
+agent = define_agent(
+    name="clerk",
+    runtime_context=plan_of,
+    instructions=instructions,
+    tools={"tiered": entry, "runScript": run_script},
+    commands={"plan": define_command(input=RunInput, run=plan_command)},
+)
+ToolEntry(tool=tiered, enabled=lambda check: "yes")  # pyright: ignore[reportArgumentType]
+ToolEntry(tool="tiered")  # pyright: ignore[reportArgumentType]

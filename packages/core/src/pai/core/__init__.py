@@ -23,14 +23,19 @@ from pai.core._config import PaiConfig as PaiConfig
 from pai.core._config import bindings_from_config as bindings_from_config
 from pai.core._config import capability_binding as capability_binding
 from pai.core._config import load_config as load_config
+from pai.core._context import RuntimeContextInput as RuntimeContextInput
+from pai.core._context import ToolEnabledInput as ToolEnabledInput
+from pai.core._context import ToolEntry as ToolEntry
 from pai.core._errors import CapabilityAcquireError as CapabilityAcquireError
 from pai.core._errors import CapabilityBindingError as CapabilityBindingError
 from pai.core._errors import CapabilityConflictError as CapabilityConflictError
 from pai.core._errors import CommandInputError as CommandInputError
 from pai.core._errors import ConfigError as ConfigError
 from pai.core._errors import DefinitionError as DefinitionError
+from pai.core._errors import InvalidThreadIdError as InvalidThreadIdError
 from pai.core._errors import PaiError as PaiError
 from pai.core._errors import RuntimeClosedError as RuntimeClosedError
+from pai.core._errors import RuntimeContextError as RuntimeContextError
 from pai.core._errors import StepLimitExceededError as StepLimitExceededError
 from pai.core._errors import ThreadDeletedError as ThreadDeletedError
 from pai.core._errors import ThreadExistsError as ThreadExistsError
@@ -116,6 +121,7 @@ __all__ = [
     "ErrorMessage",
     "InMemoryStorage",
     "InstructionsInput",
+    "InvalidThreadIdError",
     "Message",
     "Model",
     "ModelRequest",
@@ -130,6 +136,8 @@ __all__ = [
     "Requirement",
     "RunResult",
     "RuntimeClosedError",
+    "RuntimeContextError",
+    "RuntimeContextInput",
     "RuntimeErrorEvent",
     "RuntimeErrorSource",
     "ScopeKind",
@@ -146,6 +154,8 @@ __all__ = [
     "ToolCall",
     "ToolCapabilitiesError",
     "ToolContext",
+    "ToolEnabledInput",
+    "ToolEntry",
     "ToolResultMessage",
     "ToolSpec",
     "UndeclaredCapabilityError",

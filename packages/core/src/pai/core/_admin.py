@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from pai.core._errors import InvalidThreadIdError
 from pai.core._messages import Message, ToolCall
 from pai.core._storage import ThreadRecord
 
@@ -32,9 +33,23 @@ class RunResult:
 
 @dataclass(frozen=True, slots=True)
 class Caller:
+    """Who an admin client acts for. ``user_key_error`` is why no user key could be derived (the
+    ``user_key`` function raised or returned a non-string): only user-scoped capabilities fail."""
+
     identity: object
     scope_key: str
     user_key: str | None
+    user_key_error: BaseException | None = None
+
+
+def check_thread_id(value: object, where: str) -> str:
+    """``value`` if it is a non-empty ``str``; an :class:`InvalidThreadIdError` otherwise."""
+    if not isinstance(value, str) or not value:
+        raise InvalidThreadIdError(
+            f"{where}: thread_id must be a non-empty str, got {value!r} "
+            f"({type(value).__name__}); pass the id as a string, e.g. str({value!r})"
+        )
+    return value
 
 
 class _Commands:
@@ -61,7 +76,7 @@ class ThreadHandle:
     def __init__(self, runtime: AgentRuntime, caller: Caller, thread_id: str) -> None:
         self._runtime = runtime
         self._caller = caller
-        self.id = thread_id
+        self.id: str = thread_id
 
     @property
     def commands(self) -> Any:
@@ -117,15 +132,18 @@ class AdminClient:
         return self._caller.scope_key
 
     async def create_thread(self, *, thread_id: str | None = None) -> ThreadHandle:
-        """Create a top-level thread (a fresh id unless you pass one)."""
+        """Create a top-level thread (a fresh id unless you pass one, a non-empty ``str``)."""
+        if thread_id is not None:
+            check_thread_id(thread_id, "create_thread()")
         record = await self._runtime._create_thread(  # pyright: ignore[reportPrivateUsage]
             self._caller, agent_name=self._runtime.agent.name, thread_id=thread_id, parent=None
         )
         return ThreadHandle(self._runtime, self._caller, record.id)
 
     def thread(self, thread_id: str) -> ThreadHandle:
-        """A handle on an existing thread; a missing id fails on first use."""
-        return ThreadHandle(self._runtime, self._caller, thread_id)
+        """A handle on an existing thread; a missing id fails on first use, an id that is not a
+        non-empty ``str`` at once (:class:`~pai.core.InvalidThreadIdError`)."""
+        return ThreadHandle(self._runtime, self._caller, check_thread_id(thread_id, "thread()"))
 
     async def list_threads(self) -> Sequence[ThreadRecord]:
         """This scope's top-level threads, oldest first."""

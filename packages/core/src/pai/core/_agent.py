@@ -4,24 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, final
+from typing import Any, Generic, TypeAlias, final
 
 from pai.core._capability import Capability, facade_name, same_facade
+from pai.core._context import ContextT, EnabledFn, RuntimeContextFn, ToolEntry
 from pai.core._errors import CapabilityConflictError, DefinitionError
 from pai.core._model import Model
 from pai.core._operations import Command, Tool
 
 
 @dataclass(frozen=True, slots=True)
-class InstructionsInput:
-    """What an instructions function receives for each run."""
+class InstructionsInput(Generic[ContextT]):
+    """What an instructions function receives for each run.
+
+    ``runtime_context`` is the value the agent's ``runtime_context`` function computed for this
+    run (``None`` when the agent has none); annotate ``InstructionsInput[Plan]`` to type it.
+    """
 
     thread_id: str
     scope_key: str
     identity: object
+    user_key: str | None = None
+    runtime_context: ContextT = None  # pyright: ignore[reportAssignmentType]  # None when unset
 
 
-Instructions: TypeAlias = str | Callable[[InstructionsInput], str | Awaitable[str]]
+Instructions: TypeAlias = str | Callable[[InstructionsInput[Any]], str | Awaitable[str]]
+"""An agent's instructions: fixed text, or a sync or async function of each run's input."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +46,9 @@ class Agent:
     """An agent definition. Make one with :func:`define_agent`.
 
     ``requirements`` is the id-keyed map of every capability its tools, commands and subagents
-    declare: exactly the ids a runtime must bind.
+    declare: exactly the ids a runtime must bind. ``tools`` maps each tool name to its tool;
+    ``tool_enabled`` holds the ``enabled`` predicate of each tool given as a :class:`ToolEntry`
+    with one (a tool without one is always offered).
     """
 
     name: str
@@ -48,7 +58,19 @@ class Agent:
     commands: Mapping[str, Command[Any, Any]]
     subagents: Mapping[str, Agent]
     max_steps: int
+    tool_enabled: Mapping[str, EnabledFn[Any]]
+    runtime_context: RuntimeContextFn | None
     requirements: Mapping[str, Requirement] = field(repr=False)
+
+    @property
+    def tool_entries(self) -> dict[str, Tool[Any, Any] | ToolEntry[Any]]:
+        """The ``tools=`` mapping as given: a :class:`ToolEntry` where a predicate was set."""
+        return {
+            name: ToolEntry(tool=tool, enabled=self.tool_enabled[name])
+            if name in self.tool_enabled
+            else tool
+            for name, tool in self.tools.items()
+        }
 
     def with_model(self, model: Model) -> Agent:
         """A copy of this agent using ``model`` (tests swap in a scripted model this way)."""
@@ -56,10 +78,11 @@ class Agent:
             name=self.name,
             model=model,
             instructions=self.instructions,
-            tools=self.tools,
+            tools=self.tool_entries,
             commands=self.commands,
             subagents=self.subagents,
             max_steps=self.max_steps,
+            runtime_context=self.runtime_context,
         )
 
 
@@ -86,16 +109,27 @@ def define_agent(
     name: str,
     model: Model | None = None,
     instructions: Instructions = "",
-    tools: Mapping[str, Tool[Any, Any]] | None = None,
+    tools: Mapping[str, Tool[Any, Any] | ToolEntry[Any]] | None = None,
     commands: Mapping[str, Command[Any, Any]] | None = None,
     subagents: Mapping[str, Agent] | None = None,
     max_steps: int = 20,
+    runtime_context: RuntimeContextFn | None = None,
 ) -> Agent:
     """Define an agent; its capability requirements are inferred from what its operations declare.
 
-    Each key of ``tools`` is the tool's name as the model sees it; each key of ``commands`` is the
-    command's name at ``runtime.admin(...).thread(...).commands.<name>``; each key of ``subagents``
-    becomes a tool that delegates a task to that agent in a child thread.
+    Each key of ``tools`` is the tool's name as the model sees it, and each value a tool or a
+    :class:`ToolEntry` whose ``enabled`` predicate decides on every model step whether the model
+    is offered the tool; each key of ``commands`` is the command's name at
+    ``runtime.admin(...).thread(...).commands.<name>``; each key of ``subagents`` becomes a tool
+    that delegates a task to that agent in a child thread.
+
+    ``runtime_context`` (sync or async, given a :class:`RuntimeContextInput`) computes app data
+    once per run: each ``send``, each ``submit_tool_results``, each delegated run of this agent
+    and each command call. Its value reaches the instructions function
+    (``InstructionsInput.runtime_context``), every tool and command (``ctx.runtime_context``) and
+    every ``enabled`` predicate. If it raises, the run fails with
+    :class:`~pai.core.RuntimeContextError` and the thread records the error and nothing else.
+    A subagent uses its own ``runtime_context`` (``None`` without one).
 
     Example::
 
@@ -108,7 +142,7 @@ def define_agent(
         )
         agent.requirements["sandbox"].declared_by  # ("tool 'runScript'", "command 'reset_workspace'")
     """
-    tools = dict(tools or {})
+    entries = dict(tools or {})
     commands = dict(commands or {})
     subagents = dict(subagents or {})
     if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -127,10 +161,24 @@ def define_agent(
             f"agent {name!r}: model {model!r} has no async request(ModelRequest) method; "
             "pass a Model, e.g. pai.core.testing.ScriptedModel for tests"
         )
-    for key, tool in tools.items():
-        if not isinstance(tool, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if runtime_context is not None and not callable(runtime_context):
+        raise DefinitionError(
+            f"agent {name!r}: runtime_context must be a function of RuntimeContextInput "
+            f"(sync or async), got {runtime_context!r}"
+        )
+    by_name: dict[str, Tool[Any, Any]] = {}
+    tool_enabled: dict[str, EnabledFn[Any]] = {}
+    for key, entry in entries.items():
+        if isinstance(entry, ToolEntry):
+            by_name[key] = entry.tool
+            if entry.enabled is not None:
+                tool_enabled[key] = entry.enabled
+        elif isinstance(entry, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            by_name[key] = entry
+        else:
             raise DefinitionError(
-                f"agent {name!r}: tools[{key!r}] must come from define_tool(), got {tool!r}"
+                f"agent {name!r}: tools[{key!r}] must come from define_tool() or be a "
+                f"ToolEntry(tool=..., enabled=...), got {entry!r}"
             )
     for key, command in commands.items():
         if not isinstance(command, Command):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -147,14 +195,14 @@ def define_agent(
             raise DefinitionError(
                 f"agent {name!r}: subagents[{key!r}] must come from define_agent(), got {sub!r}"
             )
-        if key in tools:
+        if key in by_name:
             raise DefinitionError(
                 f"agent {name!r}: {key!r} names both a tool and a subagent; the model calls both "
                 "by name, so rename one"
             )
 
     requirements: dict[str, Requirement] = {}
-    for key, tool in tools.items():
+    for key, tool in by_name.items():
         for token in tool.capabilities.values():
             _fold(requirements, token, f"tool {key!r}")
     for key, command in commands.items():
@@ -168,9 +216,11 @@ def define_agent(
         name=name,
         model=model,
         instructions=instructions,
-        tools=tools,
+        tools=by_name,
         commands=commands,
         subagents=subagents,
         max_steps=max_steps,
+        tool_enabled=tool_enabled,
+        runtime_context=runtime_context,
         requirements=requirements,
     )

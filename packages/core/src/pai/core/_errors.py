@@ -9,6 +9,7 @@
     │   ├── UnknownCommandError        (LookupError: no command of that name)
     │   ├── UndeclaredCapabilityError  (KeyError: ctx.capabilities[token] for an undeclared token)
     │   ├── CommandInputError          (ValueError: command input fails its schema)
+    │   ├── InvalidThreadIdError       (ValueError: a thread id that is not a non-empty str)
     │   └── ToolCapabilitiesError      (TypeError: run_tool given the wrong capabilities)
     ├── ThreadNotFoundError            (LookupError: no thread with that id in this scope)
     ├── ThreadExistsError              (ValueError: a thread id is already taken)
@@ -17,6 +18,7 @@
     │   └── DuplicateRegistrationError       (also a UserError: two plugins register one name)
     ├── CapabilityAcquireError         (RuntimeError: a binding failed to acquire a facade)
     ├── StepLimitExceededError         (RuntimeError: an agent run hit its step limit)
+    ├── RuntimeContextError            (RuntimeError: an agent's runtime_context or instructions raised)
     └── RuntimeClosedError             (RuntimeError: the runtime was closed)
 
 Every message says what was wrong, with the offending value, and what to do.
@@ -90,6 +92,10 @@ class CommandInputError(UserError, ValueError):
     """A command's input does not match its ``input`` model."""
 
 
+class InvalidThreadIdError(UserError, ValueError):
+    """A thread id given to the runtime is not a non-empty ``str``."""
+
+
 class ToolCapabilitiesError(UserError, TypeError):
     """``run_tool`` was given capabilities that do not match what the tool declares."""
 
@@ -127,6 +133,13 @@ class CapabilityAcquireError(PaiError, RuntimeError):
 
 class StepLimitExceededError(PaiError, RuntimeError):
     """An agent run used every step it was allowed without finishing."""
+
+
+class RuntimeContextError(PaiError, RuntimeError):
+    """An agent's ``runtime_context`` or ``instructions`` function raised; the run did not start.
+
+    ``__cause__`` holds the function's own error. The thread records it as an error message.
+    """
 
 
 class RuntimeClosedError(PaiError, RuntimeError):

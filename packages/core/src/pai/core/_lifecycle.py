@@ -1,17 +1,31 @@
-"""Process-local bookkeeping of a runtime: work in flight per thread, and known thread roots."""
+"""Process-local bookkeeping of a runtime: work in flight per thread, known thread roots, and
+the decoded history of recently used threads."""
 
 from __future__ import annotations
 
+import contextvars
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, TypeAlias, TypeVar
 
 import anyio
 
+from pai.core._errors import ThreadNotFoundError
+from pai.core._messages import Message
+from pai.core._storage import Storage, ThreadRecord
+
 T = TypeVar("T")
 
 RuntimeErrorSource: TypeAlias = Literal["capability", "tool", "model", "command", "runtime"]
+
+_Incarnation: TypeAlias = tuple[str | None, datetime, str]
+
+
+def _incarnation(thread: ThreadRecord) -> _Incarnation:
+    """What tells two threads stored under one id apart (deleted, then created again)."""
+    return (thread.parent_thread_id, thread.created_at, thread.scope_key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +53,18 @@ class _ActiveOperation:
 
 
 class ActiveWork:
-    """Operations running in each thread, so deleting a thread can cancel them and wait."""
+    """Operations running in each thread, so deleting a thread can cancel them and wait.
+
+    Each operation is remembered in the context of the task running it (and of the tasks it
+    starts), so a deletion made from inside the thread's own work (a tool deleting its thread)
+    cancels that work but does not wait for it: it would be waiting for itself.
+    """
 
     def __init__(self) -> None:
         self._by_thread: dict[str, set[_ActiveOperation]] = {}
+        self._current: contextvars.ContextVar[frozenset[_ActiveOperation]] = contextvars.ContextVar(
+            "pai_active_operations", default=frozenset()
+        )
 
     async def run(
         self,
@@ -58,6 +80,7 @@ class ActiveWork:
         operation = _ActiveOperation()
         operations = self._by_thread.setdefault(thread_id, set())
         operations.add(operation)
+        token = self._current.set(self._current.get() | {operation})
         results: list[T] = []
         try:
             with operation.cancel_scope:
@@ -67,6 +90,7 @@ class ActiveWork:
                 raise deleted() from error
             raise
         finally:
+            self._current.reset(token)
             operations.discard(operation)
             if not operations and self._by_thread.get(thread_id) is operations:
                 del self._by_thread[thread_id]
@@ -80,37 +104,135 @@ class ActiveWork:
         return len(self._by_thread.get(thread_id, ()))
 
     async def cancel_and_settle(self, thread_ids: Iterable[str], window: float) -> bool:
-        """Cancel the threads' work and wait up to ``window`` seconds; True if all of it ended."""
+        """Cancel the threads' work and wait up to ``window`` seconds; True if all of it ended.
+
+        Work the caller itself is part of is cancelled but not waited for.
+        """
         operations = [op for tid in thread_ids for op in self._by_thread.get(tid, ())]
+        own = self._current.get()
         for operation in operations:
             operation.cancel_scope.cancel()
         with anyio.move_on_after(window):
             for operation in operations:
-                await operation.done.wait()
+                if operation not in own:
+                    await operation.done.wait()
             return True
         return False
 
 
 class RootCache:
-    """Known ``thread id -> root thread id`` links. Parent links never change, so an entry stays
-    true until the thread is deleted. Bounded, least recently used out first."""
+    """Known ``thread -> root thread id`` links, and the walk up ``parent_thread_id`` that finds
+    the rest. Bounded, least recently used out first.
+
+    A thread's parent never changes, but a thread can be deleted (by any runtime on the same
+    storage) and its id used again under another root. So each link is kept with the incarnation
+    of the thread it was learnt for (parent id, creation time, scope) and used only for a record of
+    that same incarnation: a walk validates every cached link against a record it read.
+    """
 
     def __init__(self, max_size: int = 10_000) -> None:
-        self._roots: OrderedDict[str, str] = OrderedDict()
+        self._roots: OrderedDict[str, tuple[_Incarnation, str]] = OrderedDict()
         self._max_size = max_size
 
-    def get(self, thread_id: str) -> str | None:
-        root = self._roots.get(thread_id)
-        if root is not None:
-            self._roots.move_to_end(thread_id)
-        return root
+    def get(self, thread: ThreadRecord) -> str | None:
+        """The known root of this incarnation of ``thread``, or ``None``."""
+        if thread.parent_thread_id is None:
+            return thread.id
+        entry = self._roots.get(thread.id)
+        if entry is None or entry[0] != _incarnation(thread):
+            return None
+        self._roots.move_to_end(thread.id)
+        return entry[1]
 
-    def put(self, thread_id: str, root_id: str) -> None:
-        self._roots[thread_id] = root_id
-        self._roots.move_to_end(thread_id)
+    def put(self, thread: ThreadRecord, root_id: str) -> None:
+        self._roots[thread.id] = (_incarnation(thread), root_id)
+        self._roots.move_to_end(thread.id)
         while len(self._roots) > self._max_size:
             self._roots.popitem(last=False)
 
     def forget(self, thread_ids: Iterable[str]) -> None:
         for thread_id in thread_ids:
             self._roots.pop(thread_id, None)
+
+    async def root_of(self, storage: Storage, thread: ThreadRecord) -> str:
+        """The id of the top-level thread ``thread`` was delegated from (its own id if none).
+
+        Reads a record per level until the top, or until a level whose link is known; a known
+        thread costs no read at all.
+        """
+        known = self.get(thread)
+        if known is not None:
+            return known
+        visited = [thread]
+        seen = {thread.id}
+        current = thread.parent_thread_id
+        while True:
+            assert current is not None
+            record = await storage.get_thread(current)
+            if record is None:
+                raise ThreadNotFoundError(current)
+            known = self.get(record)
+            if known is not None:
+                root = known
+                break
+            if record.id in seen:
+                raise RuntimeError(
+                    f"the stored parent links of thread {thread.id!r} form a cycle through "
+                    f"{record.id!r}; the storage is corrupt: delete those threads"
+                )
+            seen.add(record.id)
+            visited.append(record)
+            current = record.parent_thread_id
+        for record in visited:
+            self.put(record, root)
+        return root
+
+
+@dataclass(eq=False, slots=True)
+class _History:
+    incarnation: _Incarnation
+    count: int
+    """How many stored messages (errors included) have been read."""
+    messages: list[Message]
+    """The messages a model reads (errors left out), in order."""
+
+
+class HistoryCache:
+    """The decoded history of recently used threads, so a turn reads and decodes only what is new.
+
+    A thread's messages are append-only while it exists, so what was read stays true and the next
+    read asks storage for messages from the count already read (``start=``), also picking up what
+    other processes appended meanwhile. An entry is kept for one incarnation of a thread (see
+    :class:`RootCache`): a thread deleted and created again under the same id is read afresh.
+    """
+
+    def __init__(self, max_threads: int = 1_000) -> None:
+        self._entries: OrderedDict[str, _History] = OrderedDict()
+        self._max_threads = max_threads
+
+    async def read(self, storage: Storage, thread: ThreadRecord) -> list[Message]:
+        """Every message of ``thread`` a model reads, in order, as a list the caller may change."""
+        incarnation = _incarnation(thread)
+        entry = self._entries.get(thread.id)
+        if entry is None or entry.incarnation != incarnation:
+            entry = _History(incarnation, 0, [])
+        start = entry.count
+        new = await storage.get_messages(thread.id, start=start)
+        # Another read of this thread may have finished meanwhile and stored a longer entry:
+        # extend that one, unless it stops short of where this read started.
+        current = self._entries.get(thread.id)
+        if current is not None and current.incarnation == incarnation and current.count >= start:
+            entry = current
+        for message in new[entry.count - start :]:
+            if message.role != "error":
+                entry.messages.append(message)
+        entry.count = max(entry.count, start + len(new))
+        self._entries[thread.id] = entry
+        self._entries.move_to_end(thread.id)
+        while len(self._entries) > self._max_threads:
+            self._entries.popitem(last=False)
+        return list(entry.messages)
+
+    def forget(self, thread_ids: Sequence[str]) -> None:
+        for thread_id in thread_ids:
+            self._entries.pop(thread_id, None)

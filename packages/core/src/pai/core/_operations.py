@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, final, overload
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from pai.core._capability import Capability
 from pai.core._errors import DefinitionError, UndeclaredCapabilityError
@@ -18,6 +19,11 @@ from pai.core._errors import DefinitionError, UndeclaredCapabilityError
 F = TypeVar("F")
 InputT = TypeVar("InputT", bound=BaseModel)
 OutputT = TypeVar("OutputT")
+ContextT = DefaultTypeVar("ContextT", default=Any)
+"""The type of an agent's runtime context (see ``define_agent(runtime_context=...)``).
+
+It defaults to ``Any``: ``ToolContext[Input]`` reads ``ctx.runtime_context`` untyped, and
+``ToolContext[Input, Plan]`` types it as ``Plan``."""
 
 
 @final
@@ -73,8 +79,12 @@ EMPTY_CAPABILITIES = Capabilities({}, {})
 
 
 @dataclass(frozen=True, slots=True)
-class ToolContext(Generic[InputT]):
-    """What a tool's ``execute`` receives."""
+class ToolContext(Generic[InputT, ContextT]):
+    """What a tool's ``execute`` receives.
+
+    ``runtime_context`` is the value the agent's ``runtime_context`` function computed for this
+    run (``None`` when the agent has none); annotate ``ctx: ToolContext[Input, Plan]`` to type it.
+    """
 
     input: InputT
     capabilities: Capabilities
@@ -83,11 +93,13 @@ class ToolContext(Generic[InputT]):
     scope_key: str
     user_key: str | None
     identity: object
+    runtime_context: ContextT = None  # pyright: ignore[reportAssignmentType]  # None when unset
 
 
 @dataclass(frozen=True, slots=True)
-class CommandContext(Generic[InputT]):
-    """What a command's ``run`` receives: trusted identity and the scoped facades."""
+class CommandContext(Generic[InputT, ContextT]):
+    """What a command's ``run`` receives: trusted identity, the scoped facades, and the runtime
+    context the agent computed for this call (``None`` when the agent has none)."""
 
     input: InputT
     capabilities: Capabilities
@@ -95,6 +107,7 @@ class CommandContext(Generic[InputT]):
     scope_key: str
     user_key: str | None
     identity: object
+    runtime_context: ContextT = None  # pyright: ignore[reportAssignmentType]  # None when unset
 
 
 @final
@@ -106,7 +119,7 @@ class Tool(Generic[InputT, OutputT]):
     description: str
     input_schema: type[InputT]
     capabilities: Mapping[str, Capability[object]]
-    execute: Callable[[ToolContext[InputT]], Awaitable[OutputT] | OutputT] | None
+    execute: Callable[[ToolContext[InputT, Any]], Awaitable[OutputT] | OutputT] | None
 
 
 @final
@@ -116,7 +129,7 @@ class Command(Generic[InputT, OutputT]):
 
     input: type[InputT]
     capabilities: Mapping[str, Capability[object]]
-    run: Callable[[CommandContext[InputT]], Awaitable[OutputT] | OutputT]
+    run: Callable[[CommandContext[InputT, Any]], Awaitable[OutputT] | OutputT]
     description: str | None
 
 
@@ -167,7 +180,7 @@ def define_tool(
     id: str,
     description: str,
     input_schema: type[InputT],
-    execute: Callable[[ToolContext[InputT]], Awaitable[OutputT]],
+    execute: Callable[[ToolContext[InputT, Any]], Awaitable[OutputT]],
     capabilities: Mapping[str, Capability[object]] | None = None,
 ) -> Tool[InputT, OutputT]: ...
 @overload
@@ -176,7 +189,7 @@ def define_tool(
     id: str,
     description: str,
     input_schema: type[InputT],
-    execute: Callable[[ToolContext[InputT]], OutputT],
+    execute: Callable[[ToolContext[InputT, Any]], OutputT],
     capabilities: Mapping[str, Capability[object]] | None = None,
 ) -> Tool[InputT, OutputT]: ...
 @overload
@@ -193,7 +206,7 @@ def define_tool(
     id: str,
     description: str,
     input_schema: type[InputT],
-    execute: Callable[[ToolContext[InputT]], Any] | None = None,
+    execute: Callable[[ToolContext[InputT, Any]], Any] | None = None,
     capabilities: Mapping[str, Capability[object]] | None = None,
 ) -> Tool[InputT, Any]:
     """Define a tool the model can call.
@@ -240,7 +253,7 @@ def define_tool(
 def define_command(
     *,
     input: type[InputT],
-    run: Callable[[CommandContext[InputT]], Awaitable[OutputT]],
+    run: Callable[[CommandContext[InputT, Any]], Awaitable[OutputT]],
     capabilities: Mapping[str, Capability[object]] | None = None,
     description: str | None = None,
 ) -> Command[InputT, OutputT]: ...
@@ -248,14 +261,14 @@ def define_command(
 def define_command(
     *,
     input: type[InputT],
-    run: Callable[[CommandContext[InputT]], OutputT],
+    run: Callable[[CommandContext[InputT, Any]], OutputT],
     capabilities: Mapping[str, Capability[object]] | None = None,
     description: str | None = None,
 ) -> Command[InputT, OutputT]: ...
 def define_command(
     *,
     input: type[InputT],
-    run: Callable[[CommandContext[InputT]], Any],
+    run: Callable[[CommandContext[InputT, Any]], Any],
     capabilities: Mapping[str, Capability[object]] | None = None,
     description: str | None = None,
 ) -> Command[InputT, Any]:

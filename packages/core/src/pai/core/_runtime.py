@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -20,12 +21,14 @@ from pai.core._awaitables import maybe_await, resolve
 from pai.core._binding import AcquireInput, CapabilityBinding, DisposeInput, ScopeLabel
 from pai.core._capability import Capability
 from pai.core._config import PaiConfig, resolve_from_config
+from pai.core._context import RuntimeContextInput, ToolEnabledInput
 from pai.core._errors import (
     CapabilityAcquireError,
     CapabilityBindingError,
     CommandInputError,
     DefinitionError,
     RuntimeClosedError,
+    RuntimeContextError,
     StepLimitExceededError,
     ThreadDeletedError,
     ThreadNotFoundError,
@@ -42,6 +45,7 @@ from pai.core._execution import (
 )
 from pai.core._lifecycle import (
     ActiveWork,
+    HistoryCache,
     OnRuntimeError,
     RootCache,
     RuntimeErrorEvent,
@@ -53,7 +57,7 @@ from pai.core._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pai.core._model import Model, ModelRequest
+from pai.core._model import Model, ModelRequest, ToolSpec
 from pai.core._operations import (
     EMPTY_CAPABILITIES,
     Capabilities,
@@ -109,8 +113,14 @@ class AgentRuntime:
         self._closed = False
         self._work = ActiveWork()
         self._roots = RootCache()
+        self._history = HistoryCache()
         self._plans: dict[int, _Plan] = {}
         self._agents_by_name = _index_agents(agent)
+        # What the model is offered never changes for an agent: build every JSON schema once.
+        self._specs: dict[str, tuple[tuple[ToolSpec, ...], frozenset[str]]] = {}
+        for name, each in self._agents_by_name.items():
+            specs = tuple(tool_specs(each))
+            self._specs[name] = (specs, frozenset(spec.name for spec in specs))
 
     # -- public surface ---------------------------------------------------------------------
 
@@ -125,10 +135,22 @@ class AgentRuntime:
         """
         scope_key = _check_key(self._scope_key(identity), "scope_key")
         user_key: str | None = None
+        user_key_error: BaseException | None = None
         if self._user_key is not None:
-            raw = self._user_key(identity)
-            user_key = None if raw is None else _check_key(raw, "user_key")
-        return AdminClient(self, Caller(identity, scope_key, user_key))
+            # A user key only matters to user-scoped capabilities: a user_key function that
+            # fails fails their acquisition (naming user_key), and nothing else.
+            try:
+                raw = self._user_key(identity)
+            except Exception as error:
+                user_key_error = error
+            else:
+                if isinstance(raw, str) and raw:
+                    user_key = raw
+                else:
+                    user_key_error = ValueError(
+                        f"user_key returned {raw!r}; it must return a non-empty string"
+                    )
+        return AdminClient(self, Caller(identity, scope_key, user_key, user_key_error))
 
     async def aclose(self) -> None:
         """Await every binding's ``close()``, then close storage (if this runtime owns it).
@@ -196,40 +218,26 @@ class AgentRuntime:
         )
         await self.storage.create_thread(record)
         if parent is not None:
-            root = self._roots.get(parent.id) if parent.parent_thread_id is not None else parent.id
+            root = self._roots.get(parent)
             if root is not None:
-                self._roots.put(record.id, root)
+                self._roots.put(record, root)
         return record
-
-    async def _root_of(self, thread: ThreadRecord) -> str:
-        if thread.parent_thread_id is None:
-            return thread.id
-        known = self._roots.get(thread.id)
-        if known is not None:
-            return known
-        visited = [thread.id]
-        current = thread.parent_thread_id
-        while True:
-            known = self._roots.get(current)
-            if known is not None:
-                root = known
-                break
-            record = await self.storage.get_thread(current)
-            if record is None:
-                raise ThreadNotFoundError(current)
-            if record.parent_thread_id is None:
-                root = record.id
-                break
-            visited.append(record.id)
-            current = record.parent_thread_id
-        for thread_id in visited:
-            self._roots.put(thread_id, root)
-        return root
 
     async def _delete_thread(self, caller: Caller, thread_id: str) -> None:
         thread = await self._get_thread(caller, thread_id)
-        deleted = list(await self.storage.delete_thread(thread_id))
-        self._roots.forget(deleted)
+        # Once the storage delete starts, the deletion runs to its end, disposal included, even
+        # if the caller is cancelled meanwhile (a dropped request) or is the thread's own work:
+        # the instances would leak otherwise. A cancelled caller sees its cancellation when
+        # delete() returns, at most settlement_window plus the disposals later.
+        with anyio.CancelScope(shield=True):
+            deleted = list(await self.storage.delete_thread(thread_id))
+            self._roots.forget(deleted)
+            self._history.forget(deleted)
+            await self._retire(caller, thread, deleted)
+
+    async def _retire(self, caller: Caller, thread: ThreadRecord, deleted: list[str]) -> None:
+        """Cancel the deleted threads' work, let it settle, and dispose the instances they own."""
+        thread_id = thread.id
         settled = await self._work.cancel_and_settle(deleted, self.settlement_window)
         if not settled:
             _log.warning(
@@ -332,7 +340,7 @@ class AgentRuntime:
         plan = self._plan(declared)
         # Only rootThread and custom scopes need the root: the walk runs only when one of this
         # operation's bindings has such a scope.
-        root_id = await self._root_of(thread) if plan.walks else None
+        root_id = await self._roots.root_of(self.storage, thread) if plan.walks else None
         # Derive every key before acquiring any, so a key that cannot be derived fails the
         # operation before any binding has been asked for a facade.
         inputs = [
@@ -443,6 +451,16 @@ class AgentRuntime:
             return (caller.scope_key, root_id)
         if kind == "user":
             if caller.user_key is None:
+                if caller.user_key_error is not None:
+                    error = CapabilityBindingError(
+                        f"capability {cap_id!r} is bound with scope 'user', but the user_key "
+                        f"function failed for this identity: {caller.user_key_error}; make "
+                        "create_agent_runtime(user_key=...) return a non-empty string for every "
+                        "identity that uses it",
+                        ids=[cap_id],
+                    )
+                    _log.warning("%s", error)
+                    raise error from caller.user_key_error
                 raise CapabilityBindingError(
                     f"capability {cap_id!r} is bound with scope 'user', but no user key could be "
                     "derived for this identity; pass create_agent_runtime(user_key=lambda "
@@ -476,15 +494,17 @@ class AgentRuntime:
 
         async def body() -> object:
             thread = await self._get_thread(caller, thread_id)
+            run_context = await self._runtime_context(self.agent, thread, caller)
             try:
                 capabilities = await self._acquire(command.capabilities, thread, caller)
-                ctx: CommandContext[Any] = CommandContext(
+                ctx: CommandContext[Any, Any] = CommandContext(
                     input=cast("BaseModel", parsed),
                     capabilities=capabilities,
                     thread_id=thread.id,
                     scope_key=caller.scope_key,
                     user_key=caller.user_key,
                     identity=caller.identity,
+                    runtime_context=run_context,
                 )
                 return await resolve(command.run(ctx))
             except Exception as error:
@@ -498,6 +518,37 @@ class AgentRuntime:
         # The thread may have been deleted meanwhile; then there is nothing to record into.
         with contextlib.suppress(ThreadNotFoundError):
             await self.storage.append_messages(thread_id, [message])
+
+    async def _app_hook(
+        self, thread: ThreadRecord, source: str, what: str, fn: Callable[[], object]
+    ) -> Any:
+        """Run an app function of the run (runtime_context, instructions, a predicate): its
+        failure is recorded in the thread and raised as a RuntimeContextError."""
+        try:
+            return await resolve(fn())
+        except Exception as error:
+            failure = RuntimeContextError(
+                f"{what} raised {type(error).__name__}: {error}; the run in thread "
+                f"{thread.id!r} did not continue and nothing of it was saved but this error"
+            )
+            await self._record_error(thread.id, source, failure)
+            raise failure from error
+
+    async def _runtime_context(self, agent: Agent, thread: ThreadRecord, caller: Caller) -> Any:
+        """The agent's runtime context for one run (``None`` when it has no function)."""
+        fn = agent.runtime_context
+        if fn is None:
+            return None
+        run = RuntimeContextInput(
+            identity=caller.identity,
+            thread_id=thread.id,
+            scope_key=caller.scope_key,
+            user_key=caller.user_key,
+            agent_name=agent.name,
+        )
+        return await self._app_hook(
+            thread, "runtime_context", f"runtime_context of agent {agent.name!r}", lambda: fn(run)
+        )
 
     # -- the agent loop ---------------------------------------------------------------------
 
@@ -515,7 +566,7 @@ class AgentRuntime:
         async def body() -> RunResult:
             thread = await self._get_thread(caller, thread_id)
             agent = self._agent_for(thread)
-            history = await self.storage.get_messages(thread.id)
+            history = await self._history.read(self.storage, thread)
             pending = pending_calls(history)
             by_id = {call.id: call for call in pending}
             unknown = sorted(results.keys() - by_id.keys())
@@ -541,6 +592,39 @@ class AgentRuntime:
     def _agent_for(self, thread: ThreadRecord) -> Agent:
         return self._agents_by_name[thread.agent_name]
 
+    async def _offered(
+        self, agent: Agent, thread: ThreadRecord, caller: Caller, run_context: Any, step: int
+    ) -> tuple[tuple[ToolSpec, ...], frozenset[str]]:
+        """The tools the model is offered on this step (every tool whose predicate says so), and
+        their names."""
+        offered = self._specs[agent.name]
+        if not agent.tool_enabled:
+            return offered
+        disabled: set[str] = set()
+        for name, enabled in agent.tool_enabled.items():
+            check: ToolEnabledInput[Any] = ToolEnabledInput(
+                runtime_context=run_context,
+                thread_id=thread.id,
+                scope_key=caller.scope_key,
+                user_key=caller.user_key,
+                identity=caller.identity,
+                agent_name=agent.name,
+                tool_name=name,
+                step=step,
+            )
+            verdict = await self._app_hook(
+                thread,
+                "runtime_context",
+                f"the enabled predicate of tool {name!r} of agent {agent.name!r}",
+                functools.partial(enabled, check),
+            )
+            if not verdict:
+                disabled.add(name)
+        if not disabled:
+            return offered
+        specs = tuple(spec for spec in offered[0] if spec.name not in disabled)
+        return specs, offered[1] - disabled
+
     async def _loop(
         self, agent: Agent, thread: ThreadRecord, caller: Caller, staged: list[Message]
     ) -> RunResult:
@@ -549,19 +633,28 @@ class AgentRuntime:
                 f"agent {agent.name!r} has no model; pass define_agent(model=...) or "
                 "create_test_runtime(model=...)"
             )
-        history: list[Message] = [
-            m for m in await self.storage.get_messages(thread.id) if m.role != "error"
-        ]
+        run_context = await self._runtime_context(agent, thread, caller)
         instructions = agent.instructions
         if not isinstance(instructions, str):
-            instructions = await resolve(
-                instructions(InstructionsInput(thread.id, caller.scope_key, caller.identity))
+            fn = instructions
+            run_input: InstructionsInput[Any] = InstructionsInput(
+                thread.id, caller.scope_key, caller.identity, caller.user_key, run_context
             )
-        specs = tool_specs(agent)
+            instructions = await self._app_hook(
+                thread,
+                "instructions",
+                f"instructions of agent {agent.name!r}",
+                lambda: fn(run_input),
+            )
+        history = await self._history.read(self.storage, thread)
         written: list[Message] = []
         for step in range(1, agent.max_steps + 1):
+            offered, names = await self._offered(agent, thread, caller, run_context, step)
             request = ModelRequest(
-                instructions=instructions, messages=[*history, *staged], tools=specs, step=step
+                instructions=cast("str", instructions),
+                messages=[*history, *staged],
+                tools=offered,
+                step=step,
             )
             try:
                 response = await agent.model.request(request)
@@ -569,9 +662,11 @@ class AgentRuntime:
                 await self._record_error(thread.id, "model", error)
                 raise
             calls = list(response.tool_calls)
-            external = [c for c in calls if is_external(agent, c.name)]
-            runnable = [c for c in calls if not is_external(agent, c.name)]
-            results = await self._run_tool_calls(agent, thread, caller, runnable)
+            external = [c for c in calls if c.name in names and is_external(agent, c.name)]
+            runnable = [c for c in calls if not (c.name in names and is_external(agent, c.name))]
+            results = await self._run_tool_calls(
+                _Step(agent, thread, caller, run_context, names), runnable
+            )
             step_messages = [*staged, response, *results]
             await self.storage.append_messages(thread.id, step_messages)
             history.extend(step_messages)
@@ -591,36 +686,42 @@ class AgentRuntime:
         await self._record_error(thread.id, "runtime", error)
         raise error
 
-    async def _run_tool_calls(
-        self, agent: Agent, thread: ThreadRecord, caller: Caller, calls: Sequence[ToolCall]
-    ) -> list[Message]:
+    async def _run_tool_calls(self, step: _Step, calls: Sequence[ToolCall]) -> list[Message]:
         if len(calls) <= 1:
-            return [await self._run_tool_call(agent, thread, caller, c) for c in calls]
+            return [await self._run_tool_call(step, c) for c in calls]
         results: list[Message | None] = [None] * len(calls)
 
         async def one(index: int, call: ToolCall) -> None:
-            results[index] = await self._run_tool_call(agent, thread, caller, call)
+            results[index] = await self._run_tool_call(step, call)
 
         async with anyio.create_task_group() as tg:
             for index, call in enumerate(calls):
                 tg.start_soon(one, index, call)
         return [r for r in results if r is not None]
 
-    async def _run_tool_call(
-        self, agent: Agent, thread: ThreadRecord, caller: Caller, call: ToolCall
-    ) -> ToolResultMessage:
+    async def _run_tool_call(self, step: _Step, call: ToolCall) -> ToolResultMessage:
+        agent, thread, caller = step.agent, step.thread, step.caller
+
         def failed(text: str) -> ToolResultMessage:
             return ToolResultMessage(
                 tool_call_id=call.id, tool_name=call.name, content=text, is_error=True
             )
 
+        if call.name not in step.offered:
+            # A stale or invented call, or a tool whose predicate said no on this step: it gets
+            # an answer, and no capability is acquired for it.
+            available = sorted(step.offered)
+            if call.name in agent.tools:
+                return failed(
+                    f"Error: tool {call.name!r} is not available now; available tools: {available}"
+                )
+            return failed(
+                f"Error: there is no tool named {call.name!r}; available tools: {available}"
+            )
         subagent = agent.subagents.get(call.name)
         if subagent is not None:
             return await self._delegate(subagent, thread, caller, call, failed)
-        tool = agent.tools.get(call.name)
-        if tool is None:
-            names = sorted([*agent.tools, *agent.subagents])
-            return failed(f"Error: there is no tool named {call.name!r}; available tools: {names}")
+        tool = agent.tools[call.name]
         try:
             parsed = tool.input_schema.model_validate(call.arguments)
         except ValidationError as error:
@@ -644,7 +745,7 @@ class AgentRuntime:
                 f"Error: tool {call.name!r} could not start because a capability it needs is "
                 f"unavailable: {error}"
             )
-        ctx = ToolContext(
+        ctx: ToolContext[Any, Any] = ToolContext(
             input=parsed,
             capabilities=capabilities,
             thread_id=thread.id,
@@ -652,6 +753,7 @@ class AgentRuntime:
             scope_key=caller.scope_key,
             user_key=caller.user_key,
             identity=caller.identity,
+            runtime_context=step.run_context,
         )
         result, _ = await execute_tool(tool, ctx, call.name)
         return result
@@ -685,6 +787,17 @@ class AgentRuntime:
             content=result.text or "",
             output={"thread_id": child.id, "text": result.text},
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What running one model step's tool calls needs."""
+
+    agent: Agent
+    thread: ThreadRecord
+    caller: Caller
+    run_context: Any
+    offered: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)

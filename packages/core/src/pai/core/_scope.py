@@ -12,10 +12,18 @@ outside ``[a-z0-9-]`` written as ``_`` plus two lowercase hex digits. Parts neve
 and the scope kind fixes how many parts follow, so distinct identity tuples never share a key; the
 alphabet ``[a-z0-9._-]`` is safe as a Docker label value, an E2B metadata value and a file name
 (also on case-insensitive file systems). Compare or persist keys; never parse them.
+
+Keys are at most :data:`MAX_KEY_LENGTH` (200) characters, whatever the identity's length, so they
+stay usable as a file name (255 bytes on most file systems) and a label value. A key that would be
+longer keeps its first characters, readable, and ends in ``_h`` plus the SHA-256 of the whole
+encoding, hex. ``_h`` never occurs in a key within the bound (there every ``_`` starts a
+two-hex-digit escape), so a bounded key never equals another key, and two bounded keys are equal
+only for equal encodings: the keys stay injective. Keys within the bound are exactly the encoding.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -63,6 +71,11 @@ _KEPT = "abcdefghijklmnopqrstuvwxyz0123456789-"
 _ESCAPES = tuple(chr(b) if chr(b) in _KEPT else f"_{b:02x}" for b in range(256))
 _PREFIXES: dict[ScopeKind, str] = {kind: f"pai1.{tag}." for kind, tag in _KIND_TAGS.items()}
 
+MAX_KEY_LENGTH = 200
+"""The longest instance key a built-in scope derives, in characters (all ASCII)."""
+_DIGEST_MARK = "_h"  # never in a key within the bound: there every "_" begins a hex escape
+_KEPT_PREFIX = MAX_KEY_LENGTH - len(_DIGEST_MARK) - 64  # 64: a SHA-256 in hex
+
 
 def encode_key_part(value: str) -> str:
     """Encode one identity string into the key alphabet ``[a-z0-9_-]`` (injective)."""
@@ -88,7 +101,10 @@ def instance_key(capability_id: str, kind: ScopeKind, parts: tuple[str, ...]) ->
     key = _PREFIXES[kind] + encode_key_part(capability_id)
     for part in parts:
         key += "." + encode_key_part(part)
-    return key
+    if len(key) <= MAX_KEY_LENGTH:
+        return key
+    digest = hashlib.sha256(key.encode("ascii")).hexdigest()
+    return key[:_KEPT_PREFIX] + _DIGEST_MARK + digest
 
 
 def is_scope(value: object) -> bool:

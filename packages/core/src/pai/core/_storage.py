@@ -70,8 +70,8 @@ class Storage(Protocol):
         """Append all of ``messages`` to the thread atomically."""
         ...
 
-    async def get_messages(self, thread_id: str) -> Sequence[Message]:
-        """Every message of the thread, in the order appended."""
+    async def get_messages(self, thread_id: str, *, start: int = 0) -> Sequence[Message]:
+        """The thread's messages from index ``start`` on (0-based), in the order appended."""
         ...
 
     async def aclose(self) -> None:

@@ -124,11 +124,13 @@ class InMemoryStorage:
         encoded = [message_adapter.dump_json(message) for message in messages]
         stored.extend(encoded)
 
-    async def get_messages(self, thread_id: str) -> Sequence[Message]:
-        """Every message of the thread, in the order appended; ``()`` for an unknown thread."""
-        return tuple(
-            message_adapter.validate_json(raw) for raw in self._messages.get(thread_id, ())
-        )
+    async def get_messages(self, thread_id: str, *, start: int = 0) -> Sequence[Message]:
+        """The thread's messages from index ``start`` on, in the order appended; ``()`` for an
+        unknown thread."""
+        if start < 0:
+            raise ValueError(f"start must be >= 0, got {start!r}")
+        stored = self._messages.get(thread_id, ())
+        return tuple(message_adapter.validate_json(raw) for raw in stored[start:])
 
     async def aclose(self) -> None:
         """Nothing to release: the storage stays usable and keeps its data."""

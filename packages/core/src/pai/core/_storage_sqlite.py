@@ -266,12 +266,17 @@ class SqliteStorage:
 
         await self._call(append)
 
-    async def get_messages(self, thread_id: str) -> Sequence[Message]:
-        """Every message of the thread, in the order appended; ``()`` for an unknown thread."""
+    async def get_messages(self, thread_id: str, *, start: int = 0) -> Sequence[Message]:
+        """The thread's messages from index ``start`` on, in the order appended; ``()`` for an
+        unknown thread."""
+        if start < 0:
+            raise ValueError(f"start must be >= 0, got {start!r}")
 
         def select(connection: sqlite3.Connection) -> list[tuple[str]]:
+            # seq is 1-based and dense per thread, so index `start` is seq `start + 1`.
             return connection.execute(
-                "SELECT json FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,)
+                "SELECT json FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq",
+                (thread_id, start),
             ).fetchall()
 
         rows = await self._call(select)

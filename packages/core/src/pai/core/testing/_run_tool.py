@@ -45,10 +45,13 @@ async def run_tool(
     scope_key: str = "test-scope",
     user_key: str | None = None,
     identity: object = None,
+    runtime_context: object = None,
 ) -> ToolRunResult[OutputT]:
     """Run ``tool`` once with the facades you pass, keyed by the tool's local capability names.
 
     ``capabilities`` is required exactly when the tool declares capabilities; fakes are welcome.
+    ``runtime_context`` is what the tool reads at ``ctx.runtime_context`` (the value an agent's
+    ``runtime_context`` function would compute).
 
     Example::
 
@@ -93,7 +96,7 @@ async def run_tool(
                 f"input for tool {tool.id!r} is invalid: {validation_summary(error)}"
             ) from error
     by_id = {declared[name].id: facade for name, facade in given.items()}
-    ctx: ToolContext[Any] = ToolContext(
+    ctx: ToolContext[Any, Any] = ToolContext(
         input=parsed,
         capabilities=Capabilities(given, by_id),
         thread_id=thread_id,
@@ -101,6 +104,7 @@ async def run_tool(
         scope_key=scope_key,
         user_key=user_key,
         identity=identity,
+        runtime_context=runtime_context,
     )
     result, output = await execute_tool(tool, ctx, tool.id)
     return ToolRunResult(result, cast("OutputT | None", output))
