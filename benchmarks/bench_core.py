@@ -5,7 +5,14 @@ Prints, in one run:
   and the ratio to 0 (targets: 1 capability <= 1.5x, 4 <= 2.5x);
 - instance-key derivation cost per scope;
 - storage reads made by the rootThread walk at depth 10, on the first and on repeated operations
-  (target: the walk is not repeated once a thread's root is known).
+  (target: the walk is not repeated once a thread's root is known);
+- a run with a ``runtime_context`` and two ``enabled`` predicates against the same run without
+  them (target <= 1.1x);
+- one turn on a 1,000-turn thread against one on a 10-turn thread, on InMemoryStorage and on a
+  SqliteStorage file (target <= 1.5x);
+- 1,000 concurrent threads x 10 turns, each turn a tool call running ``echo`` in the thread's
+  in-memory sandbox: turns per second, peak RSS per thread, and the share of wall time spent in
+  garbage collection (target <= 10%).
 
 Times are medians over several rounds, with the configurations interleaved so that machine noise
 hits them alike. Ratios compare configurations measured in this same run.
@@ -13,9 +20,15 @@ hits them alike. Ratios compare configurations measured in this same run.
 
 from __future__ import annotations
 
+import gc
+import resource
 import statistics
+import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import BaseModel
@@ -23,18 +36,30 @@ from pydantic import BaseModel
 from pai.core import (
     AcquireInput,
     AgentRuntime,
+    AssistantMessage,
     CapabilityBinding,
     CapabilityScope,
     CapabilityScopeInput,
     InMemoryStorage,
+    Message,
+    ModelRequest,
+    RuntimeContextInput,
+    SqliteStorage,
+    Storage,
     ThreadRecord,
+    ToolContext,
+    ToolEnabledInput,
+    ToolEntry,
+    UserMessage,
     create_agent_runtime,
     create_capability_binding,
     define_agent,
     define_capability,
     define_command,
+    define_tool,
     instance_key,
 )
+from pai.core.testing import text, tool_call
 
 ROUNDS = 9
 OPS_PER_ROUND = 2_000
@@ -159,10 +184,209 @@ async def bench_root_walk(depth: int = 10, repeats: int = 100) -> None:
     print(f"  repeated operations: {repeated:.2f} reads/op over {repeats} ops (target 0: {met})")
 
 
+def _verdict(ratio: float, target: float) -> str:
+    return f"(target <= {target}x: {'met' if ratio <= target else 'MISSED'})"
+
+
+class Query(BaseModel):
+    q: str = ""
+
+
+class _Answer:
+    """Answers at once. (Not FunctionModel: that one keeps every request it was sent.)"""
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        return text("done")
+
+
+async def bench_runtime_context(n: int = 1_000) -> None:
+    def search(ctx: ToolContext[Query]) -> str:
+        return "found"
+
+    tools = {
+        name: define_tool(id=name, description=f"{name} things", input_schema=Query, execute=search)
+        for name in ("search", "intake")
+    }
+
+    def plan_of(run: RuntimeContextInput) -> dict[str, str]:
+        return {"plan": "enterprise"}
+
+    def enterprise(check: ToolEnabledInput[dict[str, str]]) -> bool:
+        return check.runtime_context["plan"] == "enterprise"
+
+    async def starter_or_better(check: ToolEnabledInput[dict[str, str]]) -> bool:
+        return check.runtime_context["plan"] in ("starter", "enterprise")
+
+    plain = define_agent(name="bench", model=_Answer(), tools=tools)
+    with_context = define_agent(
+        name="bench",
+        model=_Answer(),
+        runtime_context=plan_of,
+        tools={
+            "search": ToolEntry(tool=tools["search"], enabled=starter_or_better),
+            "intake": ToolEntry(tool=tools["intake"], enabled=enterprise),
+        },
+    )
+    ops: dict[str, Callable[[], Awaitable[object]]] = {}
+    for label, agent in (("without", plain), ("with", with_context)):
+        runtime = create_agent_runtime(
+            agent=agent, storage=InMemoryStorage(), scope_key=lambda _: "acme"
+        )
+        thread = await runtime.admin(identity=None).create_thread()
+        # A fresh thread per round would grow nothing; one thread grows by two messages a
+        # run, which the incremental history read makes irrelevant.
+        ops[label] = lambda thread=thread: thread.send("hi")
+        await _time_ops(ops[label], 100)
+    samples: dict[str, list[float]] = {label: [] for label in ops}
+    for _ in range(ROUNDS):
+        for label, op in ops.items():
+            samples[label].append(await _time_ops(op, n // ROUNDS + 1))
+    base = statistics.median(samples["without"])
+    ratio = statistics.median(samples["with"]) / base
+    print("a run (one model step) with a runtime_context and two enabled predicates")
+    print(f"  without: {base * 1e6:8.2f} us/run")
+    print(
+        f"  with:    {statistics.median(samples['with']) * 1e6:8.2f} us/run   "
+        f"ratio: {ratio:5.2f}x {_verdict(ratio, 1.1)}"
+    )
+
+
+async def _prefilled(storage: Storage, thread_id: str, turns: int) -> None:
+    await storage.create_thread(ThreadRecord(id=thread_id, scope_key="acme", agent_name="bench"))
+    batch: list[Message] = []
+    for i in range(turns):
+        batch.append(UserMessage(content=f"question {i}: what is in the file?"))
+        batch.append(AssistantMessage(content=f"answer {i}: a few lines of text about it."))
+    for start in range(0, len(batch), 500):
+        await storage.append_messages(thread_id, batch[start : start + 500])
+
+
+async def bench_turn_cost(n: int = 300) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        stores: dict[str, Storage] = {
+            "InMemoryStorage": InMemoryStorage(),
+            "SqliteStorage (file)": SqliteStorage(Path(folder) / "bench.db"),
+        }
+        print("one turn (one model step) by thread length")
+        for label, storage in stores.items():
+            agent = define_agent(name="bench", model=_Answer())
+            runtime = create_agent_runtime(
+                agent=agent, storage=storage, scope_key=lambda _: "acme", owns_storage=False
+            )
+            ops: dict[int, Callable[[], Awaitable[object]]] = {}
+            for turns in (10, 1_000):
+                await _prefilled(storage, f"t{turns}", turns)
+                thread = runtime.admin(identity=None).thread(f"t{turns}")
+                ops[turns] = lambda thread=thread: thread.send("one more")
+                await _time_ops(ops[turns], 20)  # warm up: the first turn reads the thread
+            samples: dict[int, list[float]] = {turns: [] for turns in ops}
+            for _ in range(ROUNDS):
+                for turns, op in ops.items():
+                    samples[turns].append(await _time_ops(op, n // ROUNDS + 1))
+            short = statistics.median(samples[10])
+            long = statistics.median(samples[1_000])
+            ratio = long / short
+            print(
+                f"  {label:<22} 10 turns: {short * 1e6:8.1f} us   1,000 turns: "
+                f"{long * 1e6:8.1f} us   ratio: {ratio:5.2f}x {_verdict(ratio, 1.5)}"
+            )
+            await storage.aclose()
+
+
+class Command(BaseModel):
+    command: str
+
+
+async def bench_many_threads(threads: int = 1_000, turns: int = 10) -> None:
+    try:
+        from pai.sandbox import Sandbox, sandbox, sandbox_capability
+        from pai.sandbox_inmemory import create_in_memory_sandbox_provider
+    except ImportError as error:  # pai-core alone: the sandbox packages are not installed
+        print(f"1,000 concurrent threads: skipped: {error}")
+        return
+
+    async def run_script(ctx: ToolContext[Command]) -> str:
+        box: Sandbox = ctx.capabilities[sandbox]
+        return (await box.run_command(ctx.input.command)).stdout
+
+    tool = define_tool(
+        id="runScript",
+        description="Run a command in the sandbox.",
+        input_schema=Command,
+        capabilities={"sandbox": sandbox},
+        execute=run_script,
+    )
+
+    class OneToolCallPerTurn:
+        """Calls the tool after each user message, then answers. (Not FunctionModel: that one
+        keeps every request, which would be the benchmark's own garbage.)"""
+
+        async def request(self, request: ModelRequest) -> AssistantMessage:
+            if request.messages[-1].role == "user":
+                return tool_call("runScript", {"command": "echo hi"})
+            return text("ran it")
+
+    agent = define_agent(name="bench", model=OneToolCallPerTurn(), tools={"runScript": tool})
+    provider = create_in_memory_sandbox_provider()
+    runtime = create_agent_runtime(
+        agent=agent,
+        storage=InMemoryStorage(),
+        scope_key=lambda _: "acme",
+        capabilities={"sandbox": sandbox_capability(provider=provider)},
+    )
+    admin = runtime.admin(identity=None)
+    handles = [await admin.create_thread() for _ in range(threads)]
+    gc_time = 0.0
+    gc_started = 0.0
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        nonlocal gc_time, gc_started
+        if phase == "start":
+            gc_started = time.perf_counter()
+        else:
+            gc_time += time.perf_counter() - gc_started
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    gc.callbacks.append(on_gc)
+    start = time.perf_counter()
+    try:
+
+        async def converse(index: int) -> None:
+            for _ in range(turns):
+                await handles[index].send("run it")
+
+        async with anyio.create_task_group() as tg:
+            for index in range(threads):
+                tg.start_soon(converse, index)
+    finally:
+        elapsed = time.perf_counter() - start
+        gc.callbacks.remove(on_gc)
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB elsewhere
+    per_thread = (rss_after - rss_before) * scale / threads
+    share = gc_time / elapsed
+    print(f"{threads:,} concurrent threads x {turns} turns (a tool call in the in-memory sandbox)")
+    print(f"  {threads * turns / elapsed:8.0f} turns/s over {elapsed:.1f} s")
+    print(f"  peak RSS growth: {per_thread / 1024:8.1f} KiB per thread")
+    print(f"  garbage collection: {share * 100:5.1f}% of the time {_verdict_share(share, 0.10)}")
+    await runtime.aclose()
+    await provider.aclose()
+
+
+def _verdict_share(share: float, target: float) -> str:
+    return f"(target <= {target * 100:.0f}%: {'met' if share <= target else 'MISSED'})"
+
+
 async def main() -> None:
+    if sys.argv[1:] == ["threads"]:
+        await bench_many_threads()
+        return
     await bench_dispatch()
     bench_keys()
     await bench_root_walk()
+    await bench_runtime_context()
+    await bench_turn_cost()
+    await bench_many_threads()
 
 
 if __name__ == "__main__":

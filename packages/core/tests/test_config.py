@@ -19,6 +19,7 @@ from pai.core import (
     CapabilityRegistration,
     CapabilitySettings,
     ConfigError,
+    InMemoryStorage,
     PaiConfig,
     Plugins,
     ToolContext,
@@ -689,7 +690,7 @@ async def test_a_binding_given_in_code_wins_over_configuration(tmp_path: Path) -
     assert fetched(result.messages) == {"url": "https://code", "scope": "code"}
 
 
-def test_configuration_is_not_read_when_code_binds_everything(
+def test_configuration_is_not_read_when_code_binds_everything_and_passes_storage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write(tmp_path / "pai.toml", "this is not TOML")
@@ -700,8 +701,25 @@ def test_configuration_is_not_read_when_code_binds_everything(
         agent=fetch_tool_agent(),
         scope_key=scope_of,
         capabilities={"acme.vault": in_code},
+        storage=InMemoryStorage(),
         plugins=vault_plugins(),
     )
+
+
+def test_configuration_is_read_for_the_storage_when_code_passes_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "pai.toml", "this is not TOML")
+    monkeypatch.chdir(tmp_path)
+    in_code = create_capability_binding(capability=vault, acquire=lambda _input: Vault("u", "s"))
+
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        create_agent_runtime(
+            agent=fetch_tool_agent(),
+            scope_key=scope_of,
+            capabilities={"acme.vault": in_code},
+            plugins=vault_plugins(),
+        )
 
 
 def test_configuration_is_read_from_the_working_directory_when_a_capability_is_unbound(
@@ -735,7 +753,9 @@ def test_a_capability_no_plugin_provides_is_reported_without_reading_configurati
     )
 
     with pytest.raises(CapabilityBindingError) as caught:
-        create_agent_runtime(agent=agent, scope_key=scope_of, plugins=vault_plugins())
+        create_agent_runtime(
+            agent=agent, scope_key=scope_of, storage=InMemoryStorage(), plugins=vault_plugins()
+        )
 
     message = str(caught.value)
     assert "'acme.ledger' is not bound (declared by tool 'use')" in message

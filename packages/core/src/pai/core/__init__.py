@@ -89,7 +89,11 @@ from pai.core._scope import ScopeKind as ScopeKind
 from pai.core._scope import instance_key as instance_key
 from pai.core._storage import Storage as Storage
 from pai.core._storage import ThreadRecord as ThreadRecord
+from pai.core._storage_config import open_storage as open_storage
+from pai.core._storage_config import storage_from_config as storage_from_config
 from pai.core._storage_memory import InMemoryStorage as InMemoryStorage
+from pai.core._storage_registry import StorageRegistration as StorageRegistration
+from pai.core._storage_registry import StorageURL as StorageURL
 from pai.core._storage_sqlite import SqliteStorage as SqliteStorage
 
 __all__ = [
@@ -145,6 +149,8 @@ __all__ = [
     "SqliteStorage",
     "StepLimitExceededError",
     "Storage",
+    "StorageRegistration",
+    "StorageURL",
     "ThreadDeletedError",
     "ThreadExistsError",
     "ThreadHandle",
@@ -178,5 +184,7 @@ __all__ = [
     "instance_key",
     "load_config",
     "message_adapter",
+    "open_storage",
     "reset_plugins",
+    "storage_from_config",
 ]

@@ -14,7 +14,13 @@ from pai.core._config import PaiConfig, config_needed, load_config
 from pai.core._errors import CapabilityBindingError, ConfigError, DefinitionError, PaiError
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._plugins import Plugins, get_plugins
-from pai.core._runtime import AgentRuntime, ScopeKeyFn, UserKeyFn, create_agent_runtime
+from pai.core._runtime import (
+    AgentRuntime,
+    ScopeKeyFn,
+    UserKeyFn,
+    create_agent_runtime,
+    default_storage,
+)
 from pai.core._storage import Storage
 
 
@@ -94,8 +100,9 @@ def create_pai(
     """Build an app: every agent's runtime, each with its binding record checked.
 
     As in :func:`create_agent_runtime`, capabilities an entry does not bind in code are bound
-    from configuration (``config``, read once, and only if needed; ``plugins``). Problems in
-    several agents' binding records are reported together.
+    from configuration (``config``, read once, and only if needed; ``plugins``), and without
+    ``storage`` every agent shares the one ``[storage] url`` names (else an in-process SQLite
+    database). Problems in several agents' binding records are reported together.
 
     Example::
 
@@ -109,9 +116,9 @@ def create_pai(
     if not agents:
         raise DefinitionError("create_pai(agents=...) needs at least one agent entry")
     if storage is None:
-        from pai.core._storage_sqlite import SqliteStorage
-
-        storage = SqliteStorage(":memory:")
+        if config is None:
+            config = load_config()  # [storage] may choose the backend
+        storage = default_storage(config, plugins)
     if config is None:
         config = _config_if_needed(agents, plugins)
     runtimes: dict[str, AgentRuntime] = {}

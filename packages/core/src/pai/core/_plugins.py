@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from pai.core._binding import CapabilityBinding
 from pai.core._capability import Capability
 from pai.core._errors import PaiError, UserError
+from pai.core._storage_registry import StorageRegistration
 
 if TYPE_CHECKING:
     import click
@@ -127,6 +128,12 @@ class CoreHookSpecs:
     @hookspec
     def pai_capabilities(self) -> Sequence[CapabilityRegistration]:
         """Return the capability packages this plugin provides."""
+        raise NotImplementedError
+
+    @hookspec
+    def pai_storage_backends(self) -> Sequence[StorageRegistration]:
+        """Return the storage backends this plugin provides, one per URL scheme; the scheme of
+        ``[storage] url`` picks one (``sqlite`` and ``memory`` are built in)."""
         raise NotImplementedError
 
     @hookspec
@@ -320,6 +327,24 @@ class Plugins:
         return self.registrations(
             "pai_capabilities", CapabilityRegistration, key=lambda r: r.id, kind="capability"
         )
+
+    def storage_backends(self) -> dict[str, StorageRegistration]:
+        """Every storage backend plugins register, by URL scheme (the built-in ``sqlite`` and
+        ``memory`` are not among them; a plugin registering one of those is an error)."""
+        found = self.registrations(
+            "pai_storage_backends",
+            StorageRegistration,
+            key=lambda r: r.scheme.lower(),
+            kind="storage scheme",
+        )
+        for scheme in ("sqlite", "memory"):
+            if scheme in found:
+                raise DuplicateRegistrationError(
+                    f"storage scheme {scheme!r} is built into pai-core, and "
+                    f"{found[scheme].distribution} registers it too; uninstall that "
+                    "distribution or have it register another scheme"
+                )
+        return found
 
     def extend_cli(self, cli: click.Group) -> None:
         """Let every plugin add its commands to ``cli``."""

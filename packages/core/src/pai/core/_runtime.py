@@ -20,7 +20,7 @@ from pai.core._agent import Agent, InstructionsInput
 from pai.core._awaitables import maybe_await, resolve
 from pai.core._binding import AcquireInput, CapabilityBinding, DisposeInput, ScopeLabel
 from pai.core._capability import Capability
-from pai.core._config import PaiConfig, resolve_from_config
+from pai.core._config import PaiConfig, load_config, resolve_from_config
 from pai.core._context import RuntimeContextInput, ToolEnabledInput
 from pai.core._errors import (
     CapabilityAcquireError,
@@ -68,6 +68,7 @@ from pai.core._plugins import Plugins
 from pai.core._record import validate_binding_record
 from pai.core._scope import CapabilityScopeInput, ScopeKind, instance_key
 from pai.core._storage import Storage, ThreadRecord
+from pai.core._storage_config import storage_from_config
 
 T = TypeVar("T")
 _log = logging.getLogger("pai.core")
@@ -825,6 +826,16 @@ def _index_agents(agent: Agent) -> dict[str, Agent]:
     return index
 
 
+def default_storage(config: PaiConfig, plugins: Plugins | None) -> Storage:
+    """The storage ``[storage]`` configures, or an in-process SQLite database."""
+    configured = storage_from_config(config, plugins=plugins)
+    if configured is not None:
+        return configured
+    from pai.core._storage_sqlite import SqliteStorage
+
+    return SqliteStorage(":memory:")
+
+
 def create_agent_runtime(
     *,
     agent: Agent,
@@ -849,7 +860,9 @@ def create_agent_runtime(
     (a :class:`~pai.core.ConfigError` when configuration was involved).
 
     ``scope_key`` maps an identity to its app scope (tenant, workspace); ``user_key`` to a user,
-    for ``"user"``-scoped capabilities. ``storage`` defaults to an in-memory SQLite database.
+    for ``"user"``-scoped capabilities. ``storage`` defaults to what ``[storage] url`` in the
+    configuration names (``sqlite:///threads.db``, ``memory://``, or a plugin's scheme; see
+    :func:`~pai.core.open_storage`), else an in-process SQLite database; the runtime then owns it.
     ``settlement_window`` is how long thread deletion waits for cancelled work before disposing
     that thread's capability instances. ``on_runtime_error`` receives failures the runtime absorbs
     (a ``dispose`` that raised, say); by default they are logged. ``model`` replaces the agent's
@@ -880,6 +893,8 @@ def create_agent_runtime(
     if model is not None:
         agent = agent.with_model(model)
     given = dict(capabilities or {})
+    if storage is None and config is None:
+        config = load_config()  # [storage] may choose the backend
     # Reads plugins and configuration only when code leaves a capability unbound.
     resolution = resolve_from_config(
         agent.requirements, config=config, plugins=plugins, bound=given.keys()
@@ -891,9 +906,8 @@ def create_agent_runtime(
         cause=resolution.cause,
     )
     if storage is None:
-        from pai.core._storage_sqlite import SqliteStorage
-
-        storage = SqliteStorage(":memory:")
+        assert config is not None
+        storage = default_storage(config, plugins)
     return AgentRuntime(
         agent=agent,
         storage=storage,

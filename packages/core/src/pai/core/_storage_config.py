@@ -1,0 +1,199 @@
+"""Storage chosen by URL: ``[storage] url = "sqlite:///threads.db"`` or ``PAI_STORAGE__URL``.
+
+A URL's scheme names the backend; the built-in ones are always there:
+
+========================== ==============================================================
+``sqlite:///threads.db``   :class:`~pai.core.SqliteStorage` on a file; a relative path is
+                           taken from the folder of the configuration file that set it (the
+                           working directory for an environment variable or code)
+``sqlite:////var/pai.db``  an absolute path (four slashes, as SQLAlchemy writes it)
+``sqlite://``              an in-process SQLite database (also ``sqlite:///:memory:``)
+``memory://``              :class:`~pai.core.InMemoryStorage`
+========================== ==============================================================
+
+Other schemes come from plugins, through the ``pai_storage_backends`` hook: a distribution returns
+:class:`StorageRegistration` records, and ``[storage] url = "postgresql://..."`` then opens its
+backend, without any change to pai-core. A backend's tests run
+:class:`pai.core.testing.StorageConformance`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from pai.core._config import PaiConfig, describe_source
+from pai.core._errors import ConfigError
+from pai.core._plugins import Plugins, get_plugins
+from pai.core._storage import Storage
+from pai.core._storage_registry import StorageRegistration, StorageURL
+
+STORAGE_KEYS = ("url",)
+"""The keys a ``[storage]`` table may hold."""
+
+
+def _sqlite(url: StorageURL) -> Storage:
+    from pai.core._storage_sqlite import SqliteStorage
+
+    if url.netloc:
+        raise ConfigError(
+            f"storage URL {url.url!r} ({url.source}) has a host part {url.netloc!r}; a SQLite "
+            "URL has none: write sqlite:///relative/path.db, sqlite:////absolute/path.db or "
+            "sqlite:// for an in-process database"
+        )
+    if url.path in ("", ":memory:"):
+        return SqliteStorage(":memory:")
+    path = Path(url.path)
+    if not path.is_absolute():
+        path = url.base / path
+    if not path.parent.is_dir():
+        raise ConfigError(
+            f"storage URL {url.url!r} ({url.source}) names the database {str(path)!r}, whose "
+            f"folder {str(path.parent)!r} does not exist; create the folder or fix the path"
+        )
+    return SqliteStorage(path)
+
+
+def _memory(url: StorageURL) -> Storage:
+    from pai.core._storage_memory import InMemoryStorage
+
+    if url.netloc or url.path:
+        raise ConfigError(
+            f"storage URL {url.url!r} ({url.source}) has a location, but memory:// storage "
+            "has none; write memory://"
+        )
+    return InMemoryStorage()
+
+
+BUILTIN_BACKENDS: Mapping[str, StorageRegistration] = {
+    "sqlite": StorageRegistration(
+        scheme="sqlite",
+        factory=_sqlite,
+        description="SQLite: a file database (kept across processes) or an in-process one",
+        distribution="pai-core",
+    ),
+    "memory": StorageRegistration(
+        scheme="memory",
+        factory=_memory,
+        description="process memory, gone when the process ends (tests, throwaway runs)",
+        distribution="pai-core",
+    ),
+}
+
+
+def _parse(url: str, *, base: Path, source: str) -> StorageURL:
+    split = urlsplit(url)
+    if not split.scheme or "://" not in url:
+        raise ConfigError(
+            f"storage URL {url!r} ({source}) has no scheme; write it as <scheme>://..., e.g. "
+            "sqlite:///threads.db or memory://"
+        )
+    path = unquote(split.path)
+    return StorageURL(
+        url=url,
+        scheme=split.scheme.lower(),
+        netloc=split.netloc,
+        path=path[1:] if path.startswith("/") else path,
+        query=dict(parse_qsl(split.query)),
+        base=base,
+        source=source,
+    )
+
+
+def open_storage(
+    url: str,
+    *,
+    plugins: Plugins | None = None,
+    base: Path | None = None,
+    source: str = "code",
+) -> Storage:
+    """The storage a URL names: ``sqlite:///threads.db``, ``sqlite://``, ``memory://``, or any
+    scheme a plugin registers through ``pai_storage_backends``.
+
+    A relative SQLite path is taken from ``base`` (default: the working directory). Plugins
+    (``plugins``, default :func:`~pai.core.get_plugins`) are loaded only for a scheme that is not
+    built in. An unknown scheme is a :class:`~pai.core.ConfigError` listing the installed ones.
+
+    Example::
+
+        storage = open_storage("sqlite:///threads.db")
+        runtime = create_agent_runtime(agent=agent, storage=storage, scope_key=...)
+    """
+    if not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"the storage URL ({source}) must be a string such as 'sqlite:///threads.db', "
+            f"got {url!r}"
+        )
+    parsed = _parse(url, base=Path.cwd() if base is None else base, source=source)
+    registration = BUILTIN_BACKENDS.get(parsed.scheme)
+    if registration is None:
+        backends = (plugins if plugins is not None else get_plugins()).storage_backends()
+        registration = backends.get(parsed.scheme)
+        if registration is None:
+            known = sorted({*BUILTIN_BACKENDS, *backends})
+            close = difflib.get_close_matches(parsed.scheme, known, n=1)
+            hint = f"did you mean {close[0]}://? " if close else ""
+            raise ConfigError(
+                f"storage URL {url!r} ({source}): no storage backend is installed for the "
+                f"scheme {parsed.scheme!r}; {hint}installed schemes: "
+                f"{', '.join(s + '://' for s in known)}. A backend for another scheme comes "
+                "from a package whose plugin registers it (pai_storage_backends)"
+            )
+    return registration.factory(parsed)
+
+
+def storage_from_config(config: PaiConfig, *, plugins: Plugins | None = None) -> Storage | None:
+    """The storage ``[storage]`` configures (``url = ...``), or ``None`` when there is none.
+
+    Example::
+
+        # pai.toml:  [storage]
+        #            url = "sqlite:///threads.db"
+        storage = storage_from_config(load_config())
+    """
+    table = config.data.get("storage")
+    if table is None:
+        return None
+    origin = describe_source(config.sources.get(("storage", "url"), _table_source(config)))
+    if not isinstance(table, Mapping):
+        raise ConfigError(
+            f"storage = {table!r} ({origin}) is not a table; write [storage] with "
+            'url = "sqlite:///threads.db"'
+        )
+    section: Mapping[str, Any] = table  # pyright: ignore[reportUnknownVariableType]
+    unknown = sorted(set(section) - set(STORAGE_KEYS))
+    if unknown:
+        key = unknown[0]
+        where = describe_source(config.sources.get(("storage", key), _table_source(config)))
+        close = difflib.get_close_matches(key, STORAGE_KEYS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(
+            f"unknown key storage.{key} ({where}); {hint}[storage] takes: {', '.join(STORAGE_KEYS)}"
+        )
+    url = section.get("url")
+    if url is None:
+        raise ConfigError(
+            f'[storage] ({origin}) has no url; add url = "sqlite:///threads.db" (or memory://), '
+            "or remove the table to keep the default in-process SQLite database"
+        )
+    source_of_url = config.sources.get(("storage", "url"), "code")
+    base = Path.cwd()
+    if not source_of_url.startswith("env ") and source_of_url not in ("code", "default"):
+        base = Path(source_of_url).parent
+    return open_storage(url, plugins=plugins, base=base, source=f"storage.url, {origin}")
+
+
+def _table_source(config: PaiConfig) -> str:
+    below = sorted({src for key, src in config.sources.items() if key[:1] == ("storage",)})
+    return below[0] if below else (str(config.files[0]) if config.files else "code")
+
+
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "STORAGE_KEYS",
+    "open_storage",
+    "storage_from_config",
+]
