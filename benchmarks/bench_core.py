@@ -297,43 +297,17 @@ class Command(BaseModel):
     command: str
 
 
-async def bench_many_threads(threads: int = 1_000, turns: int = 10) -> None:
-    try:
-        from pai.sandbox import Sandbox, sandbox, sandbox_capability
-        from pai.sandbox_inmemory import create_in_memory_sandbox_provider
-    except ImportError as error:  # pai-core alone: the sandbox packages are not installed
-        print(f"1,000 concurrent threads: skipped: {error}")
-        return
+class _OneToolCallPerTurn:
+    """Calls the tool after each user message, then answers. (Not FunctionModel: that one keeps
+    every request, which would be the benchmark's own garbage.)"""
 
-    async def run_script(ctx: ToolContext[Command]) -> str:
-        box: Sandbox = ctx.capabilities[sandbox]
-        return (await box.run_command(ctx.input.command)).stdout
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        if request.messages[-1].role == "user":
+            return tool_call("runScript", {"command": "echo hi"})
+        return text("ran it")
 
-    tool = define_tool(
-        id="runScript",
-        description="Run a command in the sandbox.",
-        input_schema=Command,
-        capabilities={"sandbox": sandbox},
-        execute=run_script,
-    )
 
-    class OneToolCallPerTurn:
-        """Calls the tool after each user message, then answers. (Not FunctionModel: that one
-        keeps every request, which would be the benchmark's own garbage.)"""
-
-        async def request(self, request: ModelRequest) -> AssistantMessage:
-            if request.messages[-1].role == "user":
-                return tool_call("runScript", {"command": "echo hi"})
-            return text("ran it")
-
-    agent = define_agent(name="bench", model=OneToolCallPerTurn(), tools={"runScript": tool})
-    provider = create_in_memory_sandbox_provider()
-    runtime = create_agent_runtime(
-        agent=agent,
-        storage=InMemoryStorage(),
-        scope_key=lambda _: "acme",
-        capabilities={"sandbox": sandbox_capability(provider=provider)},
-    )
+async def _converse_concurrently(runtime: AgentRuntime, threads: int, turns: int) -> None:
     admin = runtime.admin(identity=None)
     handles = [await admin.create_thread() for _ in range(threads)]
     gc_time = 0.0
@@ -346,6 +320,7 @@ async def bench_many_threads(threads: int = 1_000, turns: int = 10) -> None:
         else:
             gc_time += time.perf_counter() - gc_started
 
+    gc.collect()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     gc.callbacks.append(on_gc)
     start = time.perf_counter()
@@ -365,12 +340,57 @@ async def bench_many_threads(threads: int = 1_000, turns: int = 10) -> None:
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB elsewhere
     per_thread = (rss_after - rss_before) * scale / threads
     share = gc_time / elapsed
-    print(f"{threads:,} concurrent threads x {turns} turns (a tool call in the in-memory sandbox)")
     print(f"  {threads * turns / elapsed:8.0f} turns/s over {elapsed:.1f} s")
     print(f"  peak RSS growth: {per_thread / 1024:8.1f} KiB per thread")
     print(f"  garbage collection: {share * 100:5.1f}% of the time {_verdict_share(share, 0.10)}")
-    await runtime.aclose()
-    await provider.aclose()
+
+
+async def bench_many_threads(threads: int = 1_000, turns: int = 10) -> None:
+    def echo(ctx: ToolContext[Command]) -> str:
+        return "hi\n"
+
+    plain = define_tool(
+        id="runScript", description="Pretend to run a command.", input_schema=Command, execute=echo
+    )
+    agent = define_agent(name="bench", model=_OneToolCallPerTurn(), tools={"runScript": plain})
+    print(f"{threads:,} concurrent threads x {turns} turns, a tool call per turn, no capability")
+    async with create_agent_runtime(
+        agent=agent, storage=InMemoryStorage(), scope_key=lambda _: "acme"
+    ) as runtime:
+        await _converse_concurrently(runtime, threads, turns)
+
+    try:
+        from pai.sandbox import Sandbox, sandbox, sandbox_capability
+        from pai.sandbox_inmemory import create_in_memory_sandbox_provider
+    except ImportError as error:  # pai-core alone: the sandbox packages are not installed
+        print(f"{threads:,} concurrent threads on the in-memory sandbox: skipped: {error}")
+        return
+
+    async def run_script(ctx: ToolContext[Command]) -> str:
+        box: Sandbox = ctx.capabilities[sandbox]
+        return (await box.run_command(ctx.input.command)).stdout
+
+    tool = define_tool(
+        id="runScript",
+        description="Run a command in the sandbox.",
+        input_schema=Command,
+        capabilities={"sandbox": sandbox},
+        execute=run_script,
+    )
+    agent = define_agent(name="bench", model=_OneToolCallPerTurn(), tools={"runScript": tool})
+    print(
+        f"{threads:,} concurrent threads x {turns} turns, each running echo in its in-memory sandbox"
+    )
+    async with (
+        create_in_memory_sandbox_provider() as provider,
+        create_agent_runtime(
+            agent=agent,
+            storage=InMemoryStorage(),
+            scope_key=lambda _: "acme",
+            capabilities={"sandbox": sandbox_capability(provider=provider)},
+        ) as runtime,
+    ):
+        await _converse_concurrently(runtime, threads, turns)
 
 
 def _verdict_share(share: float, target: float) -> str:

@@ -122,3 +122,27 @@ async def test_recorded_errors_never_reach_the_model_from_the_cached_history() -
 
     assert result.text == "ok"
     assert [m.role for m in await thread.messages()] == ["error", "user", "assistant"]
+
+
+async def test_cached_messages_share_their_fields_set_and_still_serialize_and_copy() -> None:
+    seen: list[Sequence[Message]] = []
+
+    def model(request: ModelRequest) -> Message:
+        seen.append(request.messages)
+        return text("ok")
+
+    runtime = build_runtime(build_agent(model=FunctionModel(model)))
+    thread = await runtime.admin(identity=ANN).create_thread()
+    await thread.send("one")
+    await thread.send("two")
+    await thread.send("three")
+
+    first_user, _, second_user, _, _ = seen[-1]
+    # Decoded once into the history cache, messages of one shape share one fields set ...
+    assert first_user.__pydantic_fields_set__ is second_user.__pydantic_fields_set__
+    # ... which changes nothing a caller can observe:
+    assert first_user.model_dump(exclude_unset=True) == {"role": "user", "content": "one"}
+    assert first_user == UserMessage(content="one")
+    changed = first_user.model_copy(update={"content": "changed"})
+    assert changed.__pydantic_fields_set__ is not first_user.__pydantic_fields_set__
+    assert second_user.model_dump(exclude_unset=True) == {"role": "user", "content": "two"}
