@@ -837,3 +837,97 @@ def test_an_app_reports_every_agents_configuration_problems_in_one_error(tmp_pat
     assert "agent 'two'" in message
     assert message.count('url = "..."') == 2
     assert "'acme.ledger' is not bound" in message
+
+
+# -- no silent fallback: misspelt tables and ids, PAI_CONFIG -------------------------------------
+
+
+def test_a_misspelt_top_level_table_is_an_error_naming_the_file_and_the_closest_table(
+    tmp_path: Path,
+) -> None:
+    file = write(tmp_path / "pai.toml", '[capabilites.sandbox]\nprovider = "docker"\n')
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path, environ={})
+
+    message = str(caught.value)
+    assert "[capabilites]" in message
+    assert str(file) in message
+    assert "did you mean 'capabilities'?" in message
+
+
+def test_a_misspelt_top_level_table_in_the_environment_names_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="PAI_STORGE__URL") as caught:
+        load_config(tmp_path, environ={"PAI_STORGE__URL": "memory://"})
+
+    assert "did you mean 'storage'?" in str(caught.value)
+
+
+def test_a_misspelt_capability_id_is_an_error_with_the_closest_installed_id(
+    tmp_path: Path,
+) -> None:
+    config = config_of(tmp_path, '[capabilities.acme.vualt]\nurl = "https://cfg"\n')
+
+    with pytest.raises(ConfigError) as caught:
+        create_agent_runtime(
+            agent=fetch_tool_agent(),
+            scope_key=scope_of,
+            storage=InMemoryStorage(),
+            config=config,
+            plugins=vault_plugins(),
+        )
+
+    message = str(caught.value)
+    assert "[capabilities.acme.vualt]" in message
+    assert str(tmp_path / "pai.toml") in message
+    assert "did you mean 'acme.vault'?" in message
+
+
+def test_tables_below_a_known_capability_id_are_its_own(tmp_path: Path) -> None:
+    config = config_of(
+        tmp_path, '[capabilities.acme.vault]\nurl = "https://cfg"\n[capabilities."acme.vault.x"]\n'
+    )
+
+    with pytest.raises(ConfigError, match=r"acme\.vault\.x"):
+        create_agent_runtime(
+            agent=fetch_tool_agent(),
+            scope_key=scope_of,
+            storage=InMemoryStorage(),
+            config=config,
+            plugins=vault_plugins(),
+        )
+
+
+def test_pai_config_selects_the_file_wherever_the_program_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = write(tmp_path / "app" / "settings.toml", '[storage]\nurl = "memory://"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write(elsewhere / "pai.toml", '[storage]\nurl = "sqlite://"\n')  # not read: PAI_CONFIG wins
+    monkeypatch.chdir(elsewhere)
+
+    config = load_config(environ={"PAI_CONFIG": str(file)})
+
+    assert config.files == (file.resolve(),)
+    assert config.data == {"storage": {"url": "memory://"}}
+
+
+def test_pai_config_naming_a_missing_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"PAI_CONFIG=.*names no file"):
+        load_config(tmp_path, environ={"PAI_CONFIG": str(tmp_path / "nope.toml")})
+
+
+def test_pai_config_naming_a_pyproject_reads_its_tool_pai_table(tmp_path: Path) -> None:
+    file = write(tmp_path / "pyproject.toml", '[tool.pai.storage]\nurl = "memory://"\n')
+
+    config = load_config(tmp_path / "elsewhere", environ={"PAI_CONFIG": str(file)})
+
+    assert config.data == {"storage": {"url": "memory://"}}
+
+
+def test_pai_config_naming_a_pyproject_without_tool_pai_is_an_error(tmp_path: Path) -> None:
+    file = write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n')
+
+    with pytest.raises(ConfigError, match=r"without a \[tool.pai\] table"):
+        load_config(tmp_path, environ={"PAI_CONFIG": str(file)})

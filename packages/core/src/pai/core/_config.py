@@ -5,7 +5,10 @@ Where it comes from, lowest precedence first:
 1. **A file**: ``pai.toml``, or the ``[tool.pai]`` table of a ``pyproject.toml``, in the working
    directory or the nearest folder above it that has one. In one folder ``pai.toml`` wins over
    ``pyproject.toml``; the search stops at the first file found (a ``pyproject.toml`` without
-   ``[tool.pai]`` does not count)::
+   ``[tool.pai]`` does not count). ``PAI_CONFIG=path`` names the file instead of searching. The
+   tables are ``[capabilities]`` and ``[storage]``; another top-level table is an error, and so is
+   a ``[capabilities.<id>]`` no installed package registers (checked when configuration binds a
+   capability)::
 
        [capabilities.sandbox]
        scope = "thread"
@@ -24,8 +27,8 @@ Where it comes from, lowest precedence first:
    whichever of the two forms the file wrote that table in). The value is read as a TOML value
    when it is one (``5``, ``2.5``, ``true``, ``"quoted text"``, ``[1, 2]``, ``{ a = 1 }``) and as
    a plain string otherwise (``docker``). Not configuration: variables without ``__``
-   (``PAI_HOME``), and the switches ``PAI_STRICT_PLUGINS``, ``PAI_LOAD_PLUGINS`` and
-   ``PAI_REQUIRE_DOCKER``. Keys with uppercase letters cannot be set this way; set those in the
+   (``PAI_HOME``), and the switches ``PAI_CONFIG``, ``PAI_STRICT_PLUGINS``, ``PAI_LOAD_PLUGINS``
+   and ``PAI_REQUIRE_DOCKER``. Keys with uppercase letters cannot be set this way; set those in the
    file or in code.
 
 3. **Code**: ``load_config(overrides={...})``, a nested mapping, on top of everything.
@@ -69,8 +72,14 @@ PYPROJECT = "pyproject.toml"
 ENV_PREFIX = "PAI_"
 """The prefix of configuration variables (``PAI_CAPABILITIES__SANDBOX__PROVIDER``)."""
 
-NOT_CONFIG = frozenset({"PAI_STRICT_PLUGINS", "PAI_LOAD_PLUGINS", "PAI_REQUIRE_DOCKER"})
+CONFIG_ENV = "PAI_CONFIG"
+"""The variable naming the configuration file to read instead of searching for one."""
+
+NOT_CONFIG = frozenset({"PAI_STRICT_PLUGINS", "PAI_LOAD_PLUGINS", "PAI_REQUIRE_DOCKER", CONFIG_ENV})
 """``PAI_`` variables that are switches, not configuration."""
+
+TABLES = ("capabilities", "storage")
+"""The top-level tables of the configuration; anything else is a mistake, reported."""
 
 KeyPath = tuple[str, ...]
 
@@ -193,13 +202,17 @@ def load_config(
     data: dict[str, Any] = {}
     sources: dict[KeyPath, str] = {}
     files: list[Path] = []
-    found = _find_file(Path.cwd() if start is None else Path(start))
+    env = os.environ if environ is None else environ
+    chosen = env.get(CONFIG_ENV)
+    if chosen:
+        found = _named_file(Path(chosen))
+    else:
+        found = _find_file(Path.cwd() if start is None else Path(start))
     if found is not None:
         path, table = found
         files.append(path)
         data = table
         sources.update((key, str(path)) for key, _ in _leaves(table, ()))
-    env = os.environ if environ is None else environ
     for name in sorted(env):
         if not name.startswith(ENV_PREFIX) or name in NOT_CONFIG:
             continue
@@ -219,7 +232,59 @@ def load_config(
     if overrides:
         for key, leaf in _flatten((), overrides, "load_config(overrides=...)"):
             _assign(data, sources, key, leaf, "code")
-    return PaiConfig(data=data, sources=sources, files=tuple(files))
+    config = PaiConfig(data=data, sources=sources, files=tuple(files))
+    _check_tables(config)
+    return config
+
+
+def _did_you_mean(value: str, choices: Collection[str]) -> str:
+    import difflib  # only on error paths
+
+    close = difflib.get_close_matches(value, list(choices), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def _check_tables(config: PaiConfig) -> None:
+    """Every top-level key is a known table: a misspelt one must not be silently ignored."""
+    for key in sorted(config.data):
+        if key in TABLES:
+            continue
+        raise ConfigError(
+            f"unknown configuration table [{render_key((key,))}] ({_origin(config, (key,))}); "
+            f"{_did_you_mean(key, TABLES)}the tables are: "
+            f"{', '.join(f'[{table}]' for table in TABLES)}"
+        )
+
+
+def check_capability_ids(config: PaiConfig, known: Collection[str]) -> None:
+    """Every ``[capabilities.<id>]`` names a capability some installed package registers.
+
+    A nested table is read as a prefixed id (``[capabilities.acme.vault]``) as far as a known id
+    needs it; the tables below a known id are its own (``[capabilities.sandbox.docker]``).
+    """
+    capabilities = config.data.get("capabilities")
+    if not isinstance(capabilities, Mapping):
+        return
+    ids = set(known)
+
+    def walk(table: Mapping[str, Any], prefix: str) -> None:
+        for key, value in table.items():
+            cap_id = f"{prefix}{key}"
+            if cap_id in ids:
+                continue
+            if isinstance(value, Mapping) and any(i.startswith(cap_id + ".") for i in ids):
+                walk(cast("Mapping[str, Any]", value), cap_id + ".")
+                continue
+            path: KeyPath = ("capabilities", *[p for p in prefix.split(".") if p], key)
+            raise ConfigError(
+                f"[capabilities.{cap_id}] ({_origin(config, path)}) configures a capability no "
+                f"installed package provides; {_did_you_mean(cap_id, ids)}installed capability "
+                f"ids: {', '.join(sorted(ids)) or 'none'}. Fix the id, install the package that "
+                "provides it, or remove the table",
+                ids=(cap_id,),
+            )
+
+    walk(cast("Mapping[str, Any]", capabilities), "")
 
 
 def bindings_from_config(
@@ -321,6 +386,8 @@ def resolve_from_config(
     registrations = plugins.capabilities()
     if config is None and any(cap_id in registrations for cap_id in missing):
         config = load_config()
+    if config is not None:
+        check_capability_ids(config, registrations)
     for cap_id in missing:
         declared_by = requirements[cap_id].declared_by
         registration = registrations.get(cap_id)
@@ -546,6 +613,26 @@ def _find_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
             if table is not None:
                 return candidate, table
     return None
+
+
+def _named_file(path: Path) -> tuple[Path, dict[str, Any]]:
+    """The file ``PAI_CONFIG`` names: a ``pai.toml``-shaped file, or a ``pyproject.toml``."""
+    if not path.is_file():
+        raise ConfigError(
+            f"{CONFIG_ENV}={str(path)!r} names no file; point it at your pai.toml (or a "
+            f"pyproject.toml with [tool.pai]), or unset {CONFIG_ENV} to search from the working "
+            "directory upward"
+        )
+    path = path.resolve()
+    if path.name == PYPROJECT:
+        table = _tool_pai(path)
+        if table is None:
+            raise ConfigError(
+                f"{CONFIG_ENV}={str(path)!r} is a pyproject.toml without a [tool.pai] table; "
+                "add one, or point the variable at a pai.toml"
+            )
+        return path, table
+    return path, _read_toml(path)
 
 
 def _read_text(path: Path) -> str:
