@@ -223,9 +223,13 @@ def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> Capabilit
     options = settings.options
     if options.provider is None and not _told_default:
         _told_default = True
-        _log.info(
-            "no sandbox provider configured; using the embedded in-memory provider (set "
-            "provider in [capabilities.sandbox] to choose another)"
+        # WARNING, not INFO: the in-memory provider is for tests and demos, so running on it
+        # without having chosen it must be visible (a misspelt table once led here silently).
+        _log.warning(
+            "no sandbox provider configured; using the embedded in-memory provider, which is "
+            'for tests and demos. Choose one with provider = "docker" (or another installed '
+            "provider; `pai providers` lists them) in [capabilities.sandbox] of pai.toml, or "
+            "PAI_CAPABILITIES__SANDBOX__PROVIDER"
         )
     provider = _provider_from_settings(options, section=settings.section, plugins=settings.plugins)
     return sandbox_capability(
