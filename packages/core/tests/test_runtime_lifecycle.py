@@ -243,7 +243,7 @@ async def test_an_operation_whose_keys_cannot_all_be_derived_acquires_nothing() 
     boxes = RecordingBinding(box, scope="thread")
     per_user = RecordingBinding(tray, scope="user")
     agent = build_agent(commands={"both": use_command(box, tray)})
-    runtime = build_runtime(agent, boxes, per_user, user_key=None)
+    runtime = build_runtime(agent, boxes, per_user, user_key=lambda who: None)
     thread = await new_thread(runtime)
 
     with pytest.raises(CapabilityBindingError, match="user_key"):

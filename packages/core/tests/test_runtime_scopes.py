@@ -227,12 +227,17 @@ async def test_user_scope_shares_one_instance_per_scope_key_and_user_key() -> No
     ]
 
 
-@pytest.mark.parametrize("user_key", [None, lambda who: who.user], ids=["no-option", "none"])
-async def test_user_scope_command_without_a_user_key_raises_naming_the_user_key_option(
-    user_key: Callable[[Who], str | None] | None,
-) -> None:
+def test_a_user_scoped_binding_without_a_user_key_option_fails_at_construction() -> None:
+    with pytest.raises(CapabilityBindingError, match="user_key") as caught:
+        build_runtime(command_agent(), RecordingBinding(box, scope="user"), user_key=None)
+
+    assert caught.value.ids == ("box",)
+    assert "scope 'user'" in str(caught.value)
+
+
+async def test_user_scope_command_for_an_identity_without_a_user_raises_naming_user_key() -> None:
     boxes = RecordingBinding(box, scope="user")
-    runtime = build_runtime(command_agent(), boxes, user_key=user_key)
+    runtime = build_runtime(command_agent(), boxes, user_key=lambda who: who.user)
     thread_id = await new_thread(runtime, NOBODY)
 
     with pytest.raises(CapabilityBindingError, match="user_key") as caught:
@@ -250,7 +255,9 @@ async def test_user_scope_tool_without_a_user_key_gets_a_model_facing_error_nami
     events = Events()
     model = ScriptedModel([tool_call("use"), text("ok")])
     agent = build_agent(tools={"use": use_tool(box)})
-    runtime = build_runtime(agent, boxes, model=model, on_runtime_error=events)
+    runtime = build_runtime(
+        agent, boxes, model=model, on_runtime_error=events, user_key=lambda who: who.user
+    )
     thread_id = await new_thread(runtime, NOBODY)
 
     result = await runtime.admin(identity=NOBODY).thread(thread_id).send("go")

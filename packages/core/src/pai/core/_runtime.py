@@ -905,6 +905,16 @@ def create_agent_runtime(
         unbound=resolution.problems,
         cause=resolution.cause,
     )
+    if user_key is None:
+        per_user = sorted(cap_id for cap_id, b in bindings.items() if b.scope == "user")
+        if per_user:
+            raise CapabilityBindingError(
+                f"capabilities {per_user} are bound with scope 'user', but the runtime has no "
+                "user_key to derive a user from; pass create_agent_runtime(user_key=lambda "
+                "identity: ...) returning a non-empty string per user, or bind them with "
+                "another scope",
+                ids=per_user,
+            )
     if storage is None:
         assert config is not None
         storage = default_storage(config, plugins)
