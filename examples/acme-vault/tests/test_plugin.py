@@ -221,7 +221,7 @@ def test_a_misspelt_option_in_pai_toml_is_an_error_naming_the_key(tmp_path: Path
 
 @pytest.mark.usefixtures("fresh_plugins")
 def test_an_unconfigured_vault_says_what_to_write(tmp_path: Path) -> None:
-    config = load_config(_pai_toml(tmp_path, "[capabilities.other]\n"), environ={})
+    config = load_config(_pai_toml(tmp_path, "# nothing configured yet\n"), environ={})
     with pytest.raises(UserError) as caught:
         capability_binding("acme.vault", config=config)
     message = str(caught.value)

@@ -265,16 +265,16 @@ def test_config_json_shape(monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert result.exit_code == 0
     data = json.loads(result.stdout)
-    assert data == {
-        "files": [str(Path("pyproject.toml").resolve())],
-        "values": [
-            {
-                "key": "capabilities.sandbox.scope",
-                "value": "user",
-                "source": str(Path("pyproject.toml").resolve()),
-            }
-        ],
-    }
+    assert data["files"] == [str(Path("pyproject.toml").resolve())]
+    set_values = [row for row in data["values"] if row["source"] != "default"]
+    assert set_values == [
+        {
+            "key": "capabilities.sandbox.scope",
+            "value": "user",
+            "source": str(Path("pyproject.toml").resolve()),
+        }
+    ]
+    assert [row["key"] for row in data["values"]] == sorted(row["key"] for row in data["values"])
 
 
 def test_config_error_is_one_message_and_exit_2() -> None:
@@ -382,3 +382,39 @@ def test_python_dash_m_pai_core_cli_runs_plugins_json(tmp_path: Path) -> None:
     assert isinstance(data["plugins"], list)
     for row in data["plugins"]:
         assert set(row) == {"name", "distribution", "version", "status", "hooks", "error"}
+
+
+# -- pai config --check ------------------------------------------------------------------------------
+
+
+def test_config_check_passes_a_valid_configuration_with_exit_0() -> None:
+    Path("pai.toml").write_text('[storage]\nurl = "memory://"\n')
+
+    result = invoke("config", "--check")
+
+    assert result.exit_code == 0, result.output
+    assert "check: the configuration is valid" in result.stdout
+    assert json.loads(invoke("config", "--check", "--json").stdout)["check"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('[storage]\nurl = "sqlit:///x.db"\n', "did you mean sqlite://?"),
+        ('[storag]\nurl = "memory://"\n', "did you mean 'storage'?"),
+        ('[capabilities.sandbx]\nprovider = "docker"\n', "no installed package provides"),
+    ],
+    ids=["scheme", "table", "capability-id"],
+)
+def test_config_check_fails_with_one_message_naming_the_file_and_key(
+    content: str, expected: str
+) -> None:
+    Path("pai.toml").write_text(content)
+
+    result = invoke("config", "--check")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert expected in result.stderr
+    assert "pai.toml" in result.stderr
+    assert "Traceback" not in result.output

@@ -260,26 +260,86 @@ def _config_value(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _defaults(config: Any, registrations: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows for the options a configured capability leaves at their defaults."""
+    rows: list[dict[str, Any]] = []
+    for cap_id, registration in sorted(registrations.items()):
+        section = config.capability(cap_id)
+        if section is None:
+            continue
+        for name, info in registration.options.model_fields.items():
+            key = info.alias or name
+            if key in section or info.is_required():
+                continue
+            default = info.get_default(call_default_factory=True)
+            rows.append(
+                {"key": f"capabilities.{cap_id}.{key}", "value": default, "source": "default"}
+            )
+    return rows
+
+
+def _check(config: Any) -> None:
+    """Validate the configuration as a runtime would: tables, ids, storage, every binding."""
+    import anyio
+
+    from pai.core._agent import Requirement
+    from pai.core._config import bindings_from_config, check_capability_ids
+    from pai.core._plugins import get_plugins
+    from pai.core._storage_config import storage_from_config
+
+    plugins = get_plugins()
+    registrations = plugins.capabilities()
+    check_capability_ids(config, registrations)
+    storage = storage_from_config(config, plugins=plugins)
+    configured = {
+        cap_id: Requirement(registration.capability, ("pai config --check",))
+        for cap_id, registration in registrations.items()
+        if config.capability(cap_id) is not None
+    }
+    bindings = bindings_from_config(configured, config=config, plugins=plugins)
+
+    async def release() -> None:
+        for binding in bindings.values():
+            await binding.close()
+        if storage is not None:
+            await storage.aclose()
+
+    anyio.run(release)
+
+
 @click.command("config")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Also validate everything a runtime would (tables, capability ids, storage URL, every "
+    "configured capability's options); exit non-zero on the first problem.",
+)
 @json_option
-def config_command(as_json: bool) -> None:
+def config_command(check: bool, as_json: bool) -> None:
     """Show the resolved configuration and where each value came from.
 
     Configuration is read from pai.toml, or [tool.pai] of pyproject.toml, in the working directory
-    or the nearest folder above it that has one; PAI_<SECTION>__<KEY> environment variables
-    (PAI_CAPABILITIES__SANDBOX__PROVIDER=docker) override it.
+    or the nearest folder above it that has one (or the file PAI_CONFIG names);
+    PAI_<SECTION>__<KEY> environment variables (PAI_CAPABILITIES__SANDBOX__PROVIDER=docker)
+    override it. Options a configured capability leaves unset are shown with their defaults.
     """
     from pathlib import Path
 
     from pai.core._config import load_config
+    from pai.core._plugins import get_plugins
 
     config = load_config()
+    if check:
+        _check(config)
     files = [str(path) for path in config.files]
     values = [
         {"key": key, "value": value, "source": source} for key, value, source in config.flat()
     ]
+    values = sorted(
+        [*values, *_defaults(config, get_plugins().capabilities())], key=lambda r: r["key"]
+    )
     if as_json:
-        echo_json({"files": files, "values": values})
+        echo_json({"files": files, "values": values, **({"check": "ok"} if check else {})})
         return
     if files:
         click.echo("read: " + ", ".join(files))
@@ -288,13 +348,15 @@ def config_command(as_json: bool) -> None:
             f"no pai.toml or pyproject.toml with [tool.pai] found in {Path.cwd()} or above; "
             "defaults apply"
         )
-    if not values:
+    if values:
+        echo_table(
+            [{**row, "value": _config_value(row["value"])} for row in values],
+            [("key", "Key"), ("value", "Value"), ("source", "Source")],
+        )
+    else:
         click.echo("no settings (every capability uses its default)")
-        return
-    echo_table(
-        [{**row, "value": _config_value(row["value"])} for row in values],
-        [("key", "Key"), ("value", "Value"), ("source", "Source")],
-    )
+    if check:
+        click.echo("check: the configuration is valid")
 
 
 # -- the command tree -----------------------------------------------------------------------------
