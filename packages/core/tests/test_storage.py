@@ -500,3 +500,27 @@ async def test_in_memory_storage_stays_usable_after_aclose() -> None:
     assert await store.get_thread("t1") is not None
     await store.append_messages("t1", [UserMessage(content="still here")])
     assert list(await store.get_messages("t1")) == [UserMessage(content="still here")]
+
+
+# -- incremental reads -------------------------------------------------------------------------
+
+
+async def test_get_messages_from_start_returns_only_what_follows(storage: Storage) -> None:
+    await storage.create_thread(thread("t1"))
+    batch = [UserMessage(content=f"m{i}") for i in range(5)]
+    await storage.append_messages("t1", batch[:3])
+    first = await storage.get_messages("t1")
+    await storage.append_messages("t1", batch[3:])
+
+    assert list(await storage.get_messages("t1", start=len(first))) == batch[3:]
+    assert list(await storage.get_messages("t1", start=0)) == batch
+    assert list(await storage.get_messages("t1", start=4)) == batch[4:]
+    assert list(await storage.get_messages("t1", start=5)) == []
+    assert list(await storage.get_messages("t1", start=99)) == []
+
+
+async def test_get_messages_with_a_negative_start_is_a_value_error(storage: Storage) -> None:
+    await storage.create_thread(thread("t1"))
+
+    with pytest.raises(ValueError, match=r"start=-1.*must be >= 0"):
+        await storage.get_messages("t1", start=-1)

@@ -12,6 +12,9 @@ Contract every implementation keeps:
   ``[]``;
 - ``append_messages`` is atomic: all of the messages are stored, in order, or none; appending to an
   unknown thread raises :class:`ThreadNotFoundError`;
+- ``get_messages(thread_id, start=n)`` returns the thread's messages from index ``n`` on
+  (0-based, in append order; ``()`` past the end or for an unknown thread), so a runtime can read
+  only what is new; a negative ``start`` is a :class:`ValueError`;
 - reads return what was written, in order; records are immutable values.
 """
 
@@ -71,7 +74,11 @@ class Storage(Protocol):
         ...
 
     async def get_messages(self, thread_id: str, *, start: int = 0) -> Sequence[Message]:
-        """The thread's messages from index ``start`` on (0-based), in the order appended."""
+        """The thread's messages from index ``start`` on (0-based), in the order appended.
+
+        ``start`` is a count of messages already read: ``start=len(first_read)`` returns only
+        those appended since. Raises :class:`ValueError` if ``start`` is negative.
+        """
         ...
 
     async def aclose(self) -> None:

@@ -128,7 +128,10 @@ class InMemoryStorage:
         """The thread's messages from index ``start`` on, in the order appended; ``()`` for an
         unknown thread."""
         if start < 0:
-            raise ValueError(f"start must be >= 0, got {start!r}")
+            raise ValueError(
+                f"get_messages(start={start!r}): start is a count of messages already read and "
+                "must be >= 0; pass 0 to read the whole thread"
+            )
         stored = self._messages.get(thread_id, ())
         return tuple(message_adapter.validate_json(raw) for raw in stored[start:])
 

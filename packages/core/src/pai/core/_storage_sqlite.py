@@ -270,7 +270,10 @@ class SqliteStorage:
         """The thread's messages from index ``start`` on, in the order appended; ``()`` for an
         unknown thread."""
         if start < 0:
-            raise ValueError(f"start must be >= 0, got {start!r}")
+            raise ValueError(
+                f"get_messages(start={start!r}): start is a count of messages already read and "
+                "must be >= 0; pass 0 to read the whole thread"
+            )
 
         def select(connection: sqlite3.Connection) -> list[tuple[str]]:
             # seq is 1-based and dense per thread, so index `start` is seq `start + 1`.
