@@ -86,6 +86,7 @@ from pai.core._runtime import create_agent_runtime as create_agent_runtime
 from pai.core._scope import CapabilityScope as CapabilityScope
 from pai.core._scope import CapabilityScopeInput as CapabilityScopeInput
 from pai.core._scope import ScopeKind as ScopeKind
+from pai.core._scope import derive_instance_key as derive_instance_key
 from pai.core._scope import instance_key as instance_key
 from pai.core._storage import Storage as Storage
 from pai.core._storage import ThreadRecord as ThreadRecord
@@ -178,6 +179,7 @@ __all__ = [
     "define_capability",
     "define_command",
     "define_tool",
+    "derive_instance_key",
     "get_plugins",
     "hookimpl",
     "hookspec",

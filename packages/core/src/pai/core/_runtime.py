@@ -66,7 +66,7 @@ from pai.core._operations import (
 )
 from pai.core._plugins import Plugins
 from pai.core._record import validate_binding_record
-from pai.core._scope import CapabilityScopeInput, ScopeKind, instance_key
+from pai.core._scope import derive_instance_key, instance_key
 from pai.core._storage import Storage, ThreadRecord
 from pai.core._storage_config import storage_from_config
 
@@ -397,39 +397,26 @@ class AgentRuntime:
         caller: Caller,
     ) -> AcquireInput:
         scope = binding.scope
-        label: ScopeLabel
-        if callable(scope):
-            assert root_id is not None
-            try:
-                raw = scope(
-                    CapabilityScopeInput(
-                        thread_id=thread.id,
-                        root_thread_id=root_id,
-                        scope_key=caller.scope_key,
-                        user_key=caller.user_key,
-                        identity=caller.identity,
-                    )
-                )
-            except Exception as error:
-                raise CapabilityBindingError(
-                    f"the custom scope of capability {cap_id!r} raised {error!r}; a scope "
-                    "function must return a non-empty string key",
-                    ids=[cap_id],
-                ) from error
-            if not isinstance(raw, str) or not raw:  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise CapabilityBindingError(
-                    f"the custom scope of capability {cap_id!r} returned {raw!r}; a scope "
-                    "function must return a non-empty string key",
-                    ids=[cap_id],
-                )
-            label, key = "custom", raw
-        else:
-            label, key = (
-                scope,
-                instance_key(
-                    cap_id, scope, self._key_parts(scope, cap_id, thread, root_id, caller)
-                ),
+        if scope == "user" and caller.user_key is None and caller.user_key_error is not None:
+            error = CapabilityBindingError(
+                f"capability {cap_id!r} is bound with scope 'user', but the user_key function "
+                f"failed for this identity: {caller.user_key_error}; make "
+                "create_agent_runtime(user_key=...) return a non-empty string for every "
+                "identity that uses it",
+                ids=[cap_id],
             )
+            _log.warning("%s", error)
+            raise error from caller.user_key_error
+        key = derive_instance_key(
+            cap_id,
+            scope,
+            scope_key=caller.scope_key,
+            thread_id=thread.id,
+            root_thread_id=root_id,
+            user_key=caller.user_key,
+            identity=caller.identity,
+        )
+        label: ScopeLabel = "custom" if callable(scope) else scope
         return AcquireInput(
             key=key,
             capability_id=cap_id,
@@ -440,38 +427,6 @@ class AgentRuntime:
             user_key=caller.user_key,
             identity=caller.identity,
         )
-
-    @staticmethod
-    def _key_parts(
-        kind: ScopeKind, cap_id: str, thread: ThreadRecord, root_id: str | None, caller: Caller
-    ) -> tuple[str, ...]:
-        if kind == "thread":
-            return (caller.scope_key, thread.id)
-        if kind == "rootThread":
-            assert root_id is not None
-            return (caller.scope_key, root_id)
-        if kind == "user":
-            if caller.user_key is None:
-                if caller.user_key_error is not None:
-                    error = CapabilityBindingError(
-                        f"capability {cap_id!r} is bound with scope 'user', but the user_key "
-                        f"function failed for this identity: {caller.user_key_error}; make "
-                        "create_agent_runtime(user_key=...) return a non-empty string for every "
-                        "identity that uses it",
-                        ids=[cap_id],
-                    )
-                    _log.warning("%s", error)
-                    raise error from caller.user_key_error
-                raise CapabilityBindingError(
-                    f"capability {cap_id!r} is bound with scope 'user', but no user key could be "
-                    "derived for this identity; pass create_agent_runtime(user_key=lambda "
-                    "identity: ...) returning a non-empty string for every identity that uses it",
-                    ids=[cap_id],
-                )
-            return (caller.scope_key, caller.user_key)
-        if kind == "scope":
-            return (caller.scope_key,)
-        return ()
 
     # -- commands ---------------------------------------------------------------------------
 

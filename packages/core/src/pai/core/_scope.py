@@ -110,3 +110,64 @@ def instance_key(capability_id: str, kind: ScopeKind, parts: tuple[str, ...]) ->
 def is_scope(value: object) -> bool:
     """Whether ``value`` is a valid :data:`CapabilityScope`."""
     return value in SCOPE_KINDS or callable(value)
+
+
+def derive_instance_key(
+    capability_id: str,
+    scope: CapabilityScope,
+    *,
+    scope_key: str,
+    thread_id: str,
+    root_thread_id: str | None = None,
+    user_key: str | None = None,
+    identity: object = None,
+) -> str:
+    """The instance key an operation in ``thread_id`` gets from a binding with ``scope``.
+
+    The one derivation the runtime uses, public for capability packages whose services acquire
+    outside an operation (``pai.sandbox.create_sandbox_service``). ``root_thread_id`` matters for
+    ``"rootThread"`` and custom scopes (it defaults to ``thread_id``: right for a top-level
+    thread), ``user_key`` for ``"user"``. Raises :class:`~pai.core.CapabilityBindingError`
+    (naming the capability) when a key cannot be derived: no user key for ``"user"``, a custom
+    scope that raises or returns anything but a non-empty string.
+
+    Example::
+
+        >>> derive_instance_key("sandbox", "thread", scope_key="acme", thread_id="t-1")
+        'pai1.thread.sandbox.acme.t-1'
+    """
+    from pai.core._errors import CapabilityBindingError
+
+    root = root_thread_id if root_thread_id is not None else thread_id
+    if callable(scope):
+        try:
+            raw = scope(CapabilityScopeInput(thread_id, root, scope_key, user_key, identity))
+        except Exception as error:
+            raise CapabilityBindingError(
+                f"the custom scope of capability {capability_id!r} raised {error!r}; a scope "
+                "function must return a non-empty string key",
+                ids=[capability_id],
+            ) from error
+        if not isinstance(raw, str) or not raw:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise CapabilityBindingError(
+                f"the custom scope of capability {capability_id!r} returned {raw!r}; a scope "
+                "function must return a non-empty string key",
+                ids=[capability_id],
+            )
+        return raw
+    if scope == "thread":
+        return instance_key(capability_id, scope, (scope_key, thread_id))
+    if scope == "rootThread":
+        return instance_key(capability_id, scope, (scope_key, root))
+    if scope == "user":
+        if not user_key:
+            raise CapabilityBindingError(
+                f"capability {capability_id!r} is bound with scope 'user', but no user key could "
+                "be derived for this identity; pass create_agent_runtime(user_key=lambda "
+                "identity: ...) returning a non-empty string for every identity that uses it",
+                ids=[capability_id],
+            )
+        return instance_key(capability_id, scope, (scope_key, user_key))
+    if scope == "scope":
+        return instance_key(capability_id, scope, (scope_key,))
+    return instance_key(capability_id, scope, ())

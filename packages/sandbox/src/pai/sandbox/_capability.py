@@ -10,11 +10,10 @@ from pai.core import (
     CapabilityBinding,
     CapabilityBindingError,
     CapabilityScope,
-    CapabilityScopeInput,
     DisposeInput,
     create_capability_binding,
     define_capability,
-    instance_key,
+    derive_instance_key,
 )
 from pai.sandbox._provider import SandboxProvider
 from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, Sandbox
@@ -89,25 +88,15 @@ class SandboxService:
             workspace = sandboxes.acquire(scope_key="acme", thread_id=thread.id)
             await workspace.write_file("attachments/report.pdf", pdf_bytes)
         """
-        root = root_thread_id if root_thread_id is not None else thread_id
-        scope = self.scope
-        if callable(scope):
-            key = scope(CapabilityScopeInput(thread_id, root, scope_key, user_key, identity))
-        elif scope == "thread":
-            key = instance_key(sandbox.id, scope, (scope_key, thread_id))
-        elif scope == "rootThread":
-            key = instance_key(sandbox.id, scope, (scope_key, root))
-        elif scope == "user":
-            if not user_key:
-                raise CapabilityBindingError(
-                    "this sandbox service has scope 'user'; pass acquire(user_key=...)",
-                    ids=[sandbox.id],
-                )
-            key = instance_key(sandbox.id, scope, (scope_key, user_key))
-        elif scope == "scope":
-            key = instance_key(sandbox.id, scope, (scope_key,))
-        else:
-            key = instance_key(sandbox.id, scope, ())
+        key = derive_instance_key(
+            sandbox.id,
+            self.scope,
+            scope_key=scope_key,
+            thread_id=thread_id,
+            root_thread_id=root_thread_id,
+            user_key=user_key,
+            identity=identity,
+        )
         return self.sandbox_for_key(key)
 
 
