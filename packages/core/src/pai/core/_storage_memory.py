@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pai.core._errors import ThreadExistsError, ThreadNotFoundError
-from pai.core._messages import message_adapter
+from pai.core._storage_codec import decode_message, encode_message
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -70,7 +70,7 @@ class InMemoryStorage:
         self.reads: int = 0
         """How many times :meth:`get_thread` has been called."""
         self._threads: dict[str, tuple[ThreadRecord, int]] = {}
-        self._messages: dict[str, list[bytes]] = {}
+        self._messages: dict[str, list[str | bytes]] = {}
         self._next_seq = 0
 
     async def create_thread(self, record: ThreadRecord) -> None:
@@ -121,7 +121,7 @@ class InMemoryStorage:
         stored = self._messages.get(thread_id)
         if stored is None:
             raise ThreadNotFoundError(thread_id)
-        encoded = [message_adapter.dump_json(message) for message in messages]
+        encoded = [encode_message(message) for message in messages]
         stored.extend(encoded)
 
     async def get_messages(self, thread_id: str, *, start: int = 0) -> Sequence[Message]:
@@ -133,7 +133,7 @@ class InMemoryStorage:
                 "must be >= 0; pass 0 to read the whole thread"
             )
         stored = self._messages.get(thread_id, ())
-        return tuple(message_adapter.validate_json(raw) for raw in stored[start:])
+        return tuple(decode_message(raw) for raw in stored[start:])
 
     async def aclose(self) -> None:
         """Nothing to release: the storage stays usable and keeps its data."""

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import anyio.to_thread
 
 from pai.core._errors import ThreadExistsError, ThreadNotFoundError
-from pai.core._messages import message_adapter
 from pai.core._storage import ThreadRecord
+from pai.core._storage_codec import decode_message, encode_message, from_sql_text, to_sql_text
 from pai.core._storage_memory import parent_first, thread_exists_message
 
 if TYPE_CHECKING:
@@ -63,15 +63,23 @@ FROM threads JOIN subtree ON threads.id = subtree.id
 """
 
 
-def _record(row: tuple[str, str, str, str | None, str]) -> ThreadRecord:
+_Text = str | bytes
+"""A string column as SQLite returns it (see :mod:`pai.core._storage_codec`)."""
+
+
+def _record(row: tuple[_Text, _Text, _Text, _Text | None, str]) -> ThreadRecord:
     thread_id, scope_key, agent_name, parent_thread_id, created_at = row
     return ThreadRecord(
-        id=thread_id,
-        scope_key=scope_key,
-        agent_name=agent_name,
-        parent_thread_id=parent_thread_id,
+        id=from_sql_text(thread_id),
+        scope_key=from_sql_text(scope_key),
+        agent_name=from_sql_text(agent_name),
+        parent_thread_id=None if parent_thread_id is None else from_sql_text(parent_thread_id),
         created_at=datetime.fromisoformat(created_at),
     )
+
+
+def _optional_text(value: str | None) -> _Text | None:
+    return None if value is None else to_sql_text(value)
 
 
 @contextmanager
@@ -172,7 +180,8 @@ class SqliteStorage:
 
         def create(connection: sqlite3.Connection) -> None:
             with _transaction(connection):
-                taken = connection.execute("SELECT 1 FROM threads WHERE id = ?", (record.id,))
+                thread_id = to_sql_text(record.id)
+                taken = connection.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,))
                 if taken.fetchone() is not None:
                     raise ThreadExistsError(thread_exists_message(record.id))
                 connection.execute(
@@ -180,10 +189,10 @@ class SqliteStorage:
                     " (id, scope_key, agent_name, parent_thread_id, created_at, seq)"
                     " VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM threads))",
                     (
-                        record.id,
-                        record.scope_key,
-                        record.agent_name,
-                        record.parent_thread_id,
+                        thread_id,
+                        to_sql_text(record.scope_key),
+                        to_sql_text(record.agent_name),
+                        _optional_text(record.parent_thread_id),
                         record.created_at.isoformat(),
                     ),
                 )
@@ -195,10 +204,10 @@ class SqliteStorage:
         self.reads += 1
 
         def get(connection: sqlite3.Connection) -> ThreadRecord | None:
-            row: tuple[str, str, str, str | None, str] | None = connection.execute(
+            row: tuple[_Text, _Text, _Text, _Text | None, str] | None = connection.execute(
                 "SELECT id, scope_key, agent_name, parent_thread_id, created_at"
                 " FROM threads WHERE id = ?",
-                (thread_id,),
+                (to_sql_text(thread_id),),
             ).fetchone()
             return None if row is None else _record(row)
 
@@ -212,15 +221,20 @@ class SqliteStorage:
 
         def delete(connection: sqlite3.Connection) -> tuple[str, ...]:
             with _transaction(connection):
-                subtree: list[tuple[str, str | None, int]] = connection.execute(
-                    _SUBTREE, (thread_id,)
+                rows: list[tuple[_Text, _Text | None, int]] = connection.execute(
+                    _SUBTREE, (to_sql_text(thread_id),)
                 ).fetchall()
-                if not subtree:
+                if not rows:
                     return ()
-                doomed = [(doomed_id,) for doomed_id in parent_first(thread_id, subtree)]
-                connection.executemany("DELETE FROM messages WHERE thread_id = ?", doomed)
-                connection.executemany("DELETE FROM threads WHERE id = ?", doomed)
-            return tuple(doomed_id for (doomed_id,) in doomed)
+                subtree = [
+                    (from_sql_text(i), None if p is None else from_sql_text(p), seq)
+                    for i, p, seq in rows
+                ]
+                doomed = parent_first(thread_id, subtree)
+                keys = [(to_sql_text(doomed_id),) for doomed_id in doomed]
+                connection.executemany("DELETE FROM messages WHERE thread_id = ?", keys)
+                connection.executemany("DELETE FROM threads WHERE id = ?", keys)
+            return tuple(doomed)
 
         return await self._call(delete)
 
@@ -230,10 +244,10 @@ class SqliteStorage:
         """Threads of a scope, oldest first: top-level ones, or the children of a parent."""
 
         def select(connection: sqlite3.Connection) -> tuple[ThreadRecord, ...]:
-            rows: list[tuple[str, str, str, str | None, str]] = connection.execute(
+            rows: list[tuple[_Text, _Text, _Text, _Text | None, str]] = connection.execute(
                 "SELECT id, scope_key, agent_name, parent_thread_id, created_at FROM threads"
                 " WHERE scope_key = ? AND parent_thread_id IS ? ORDER BY seq",
-                (scope_key, parent_thread_id),
+                (to_sql_text(scope_key), _optional_text(parent_thread_id)),
             ).fetchall()
             return tuple(_record(row) for row in rows)
 
@@ -245,21 +259,22 @@ class SqliteStorage:
         Raises :class:`ThreadNotFoundError` if the thread does not exist.
         """
         batch = list(messages)
+        key = to_sql_text(thread_id)
 
         def append(connection: sqlite3.Connection) -> None:
             with _transaction(connection):
-                exists = connection.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,))
+                exists = connection.execute("SELECT 1 FROM threads WHERE id = ?", (key,))
                 if exists.fetchone() is None:
                     raise ThreadNotFoundError(thread_id)
                 (last,) = connection.execute(
-                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?", (thread_id,)
+                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?", (key,)
                 ).fetchone()
                 # Serialized row by row inside the transaction: a message that fails to
                 # serialize rolls back the rows before it.
                 connection.executemany(
                     "INSERT INTO messages (thread_id, seq, json) VALUES (?, ?, ?)",
                     (
-                        (thread_id, last + offset, message_adapter.dump_json(message).decode())
+                        (key, last + offset, encode_message(message))
                         for offset, message in enumerate(batch, start=1)
                     ),
                 )
@@ -275,15 +290,15 @@ class SqliteStorage:
                 "must be >= 0; pass 0 to read the whole thread"
             )
 
-        def select(connection: sqlite3.Connection) -> list[tuple[str]]:
+        def select(connection: sqlite3.Connection) -> list[tuple[_Text]]:
             # seq is 1-based and dense per thread, so index `start` is seq `start + 1`.
             return connection.execute(
                 "SELECT json FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq",
-                (thread_id, start),
+                (to_sql_text(thread_id), start),
             ).fetchall()
 
         rows = await self._call(select)
-        return tuple(message_adapter.validate_json(raw) for (raw,) in rows)
+        return tuple(decode_message(raw) for (raw,) in rows)
 
     async def aclose(self) -> None:
         """Close the connection. Calling it again does nothing; any other call then raises."""
