@@ -12,6 +12,7 @@ from pai.core._agent import Agent as Agent
 from pai.core._agent import InstructionsInput as InstructionsInput
 from pai.core._agent import Requirement as Requirement
 from pai.core._agent import define_agent as define_agent
+from pai.core._assembly import create_agent_runtime as create_agent_runtime
 from pai.core._binding import AcquireInput as AcquireInput
 from pai.core._binding import CapabilityBinding as CapabilityBinding
 from pai.core._binding import DisposeInput as DisposeInput
@@ -82,7 +83,6 @@ from pai.core._plugins import hookimpl as hookimpl
 from pai.core._plugins import hookspec as hookspec
 from pai.core._plugins import reset_plugins as reset_plugins
 from pai.core._runtime import AgentRuntime as AgentRuntime
-from pai.core._runtime import create_agent_runtime as create_agent_runtime
 from pai.core._scope import CapabilityScope as CapabilityScope
 from pai.core._scope import CapabilityScopeInput as CapabilityScopeInput
 from pai.core._scope import ScopeKind as ScopeKind

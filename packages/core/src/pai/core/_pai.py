@@ -9,18 +9,13 @@ from typing import Required, Self, TypedDict
 import anyio
 
 from pai.core._agent import Agent
+from pai.core._assembly import create_agent_runtime, default_storage
 from pai.core._binding import CapabilityBinding
 from pai.core._config import PaiConfig, config_needed, load_config
 from pai.core._errors import CapabilityBindingError, ConfigError, DefinitionError, PaiError
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._plugins import Plugins, get_plugins
-from pai.core._runtime import (
-    AgentRuntime,
-    ScopeKeyFn,
-    UserKeyFn,
-    create_agent_runtime,
-    default_storage,
-)
+from pai.core._runtime import AgentRuntime, ScopeKeyFn, UserKeyFn
 from pai.core._storage import Storage
 
 

@@ -15,12 +15,11 @@ import anyio
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+from pai.core._acquisition import Acquisition
 from pai.core._admin import AdminClient, Caller, RunResult
 from pai.core._agent import Agent, InstructionsInput
-from pai.core._awaitables import maybe_await, resolve
-from pai.core._binding import AcquireInput, CapabilityBinding, DisposeInput, ScopeLabel
-from pai.core._capability import Capability
-from pai.core._config import PaiConfig, load_config, resolve_from_config
+from pai.core._awaitables import resolve
+from pai.core._binding import CapabilityBinding, DisposeInput
 from pai.core._context import RuntimeContextInput, ToolEnabledInput
 from pai.core._errors import (
     CapabilityAcquireError,
@@ -57,18 +56,13 @@ from pai.core._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pai.core._model import Model, ModelRequest, ToolSpec
+from pai.core._model import ModelRequest, ToolSpec
 from pai.core._operations import (
-    EMPTY_CAPABILITIES,
-    Capabilities,
     CommandContext,
     ToolContext,
 )
-from pai.core._plugins import Plugins
-from pai.core._record import validate_binding_record
-from pai.core._scope import derive_instance_key, instance_key
+from pai.core._scope import instance_key
 from pai.core._storage import Storage, ThreadRecord
-from pai.core._storage_config import storage_from_config
 
 T = TypeVar("T")
 _log = logging.getLogger("pai.core")
@@ -115,7 +109,7 @@ class AgentRuntime:
         self._work = ActiveWork()
         self._roots = RootCache()
         self._history = HistoryCache()
-        self._plans: dict[int, _Plan] = {}
+        self._acquisition = Acquisition(bindings, self._roots, storage)
         self._agents_by_name = _index_agents(agent)
         # What the model is offered never changes for an agent: build every JSON schema once.
         self._specs: dict[str, tuple[tuple[ToolSpec, ...], frozenset[str]]] = {}
@@ -315,119 +309,6 @@ class AgentRuntime:
 
         return await self._work.run(thread_id, fn, deleted)
 
-    # -- capabilities -----------------------------------------------------------------------
-
-    def _plan(self, declared: Mapping[str, Capability[object]]) -> _Plan:
-        # An operation's declarations never change, so what acquiring them needs is worked out
-        # once per operation (dispatch is a hot path) and kept with the mapping it came from.
-        cached = self._plans.get(id(declared))
-        if cached is not None and cached.declared is declared:
-            return cached
-        steps = tuple((token.id, self.bindings[token.id]) for token in declared.values())
-        plan = _Plan(
-            declared=declared,
-            steps=steps,
-            names=tuple((name, token.id) for name, token in declared.items()),
-            walks=any(_walks_to_root(binding) for _, binding in steps),
-        )
-        self._plans[id(declared)] = plan
-        return plan
-
-    async def _acquire(
-        self, declared: Mapping[str, Capability[object]], thread: ThreadRecord, caller: Caller
-    ) -> Capabilities:
-        if not declared:
-            return EMPTY_CAPABILITIES
-        plan = self._plan(declared)
-        # Only rootThread and custom scopes need the root: the walk runs only when one of this
-        # operation's bindings has such a scope.
-        root_id = await self._roots.root_of(self.storage, thread) if plan.walks else None
-        # Derive every key before acquiring any, so a key that cannot be derived fails the
-        # operation before any binding has been asked for a facade.
-        inputs = [
-            self._acquire_input(binding, cap_id, thread, root_id, caller)
-            for cap_id, binding in plan.steps
-        ]
-        pending: list[tuple[str, Awaitable[object]]] = []
-        by_id: dict[str, object] = {}
-        failures: list[tuple[str, BaseException]] = []
-        for (cap_id, binding), acquire_input in zip(plan.steps, inputs, strict=True):
-            try:
-                facade = binding.acquire(acquire_input)
-            except Exception as error:
-                failures.append((cap_id, error))
-                continue
-            awaitable = maybe_await(facade)
-            if awaitable is None:
-                by_id[cap_id] = facade
-            else:
-                pending.append((cap_id, awaitable))
-        if len(pending) == 1:
-            cap_id, awaitable = pending[0]
-            try:
-                by_id[cap_id] = await awaitable
-            except Exception as error:
-                failures.append((cap_id, error))
-        elif pending:
-            # All of an operation's capabilities are acquired in parallel.
-            async def one(cap_id: str, awaitable: Awaitable[object]) -> None:
-                try:
-                    by_id[cap_id] = await awaitable
-                except Exception as error:
-                    failures.append((cap_id, error))
-
-            async with anyio.create_task_group() as tg:
-                for cap_id, awaitable in pending:
-                    tg.start_soon(one, cap_id, awaitable)
-        if failures:
-            failures.sort(key=lambda f: f[0])
-            detail = "; ".join(f"{cap_id!r}: {error!r}" for cap_id, error in failures)
-            raise CapabilityAcquireError(
-                f"could not acquire capabilities for thread {thread.id!r}: {detail}",
-                ids=[cap_id for cap_id, _ in failures],
-            ) from failures[0][1]
-        return Capabilities({name: by_id[cap_id] for name, cap_id in plan.names}, by_id)
-
-    def _acquire_input(
-        self,
-        binding: CapabilityBinding[object],
-        cap_id: str,
-        thread: ThreadRecord,
-        root_id: str | None,
-        caller: Caller,
-    ) -> AcquireInput:
-        scope = binding.scope
-        if scope == "user" and caller.user_key is None and caller.user_key_error is not None:
-            error = CapabilityBindingError(
-                f"capability {cap_id!r} is bound with scope 'user', but the user_key function "
-                f"failed for this identity: {caller.user_key_error}; make "
-                "create_agent_runtime(user_key=...) return a non-empty string for every "
-                "identity that uses it",
-                ids=[cap_id],
-            )
-            _log.warning("%s", error)
-            raise error from caller.user_key_error
-        key = derive_instance_key(
-            cap_id,
-            scope,
-            scope_key=caller.scope_key,
-            thread_id=thread.id,
-            root_thread_id=root_id,
-            user_key=caller.user_key,
-            identity=caller.identity,
-        )
-        label: ScopeLabel = "custom" if callable(scope) else scope
-        return AcquireInput(
-            key=key,
-            capability_id=cap_id,
-            scope=label,
-            thread_id=thread.id,
-            root_thread_id=root_id,
-            scope_key=caller.scope_key,
-            user_key=caller.user_key,
-            identity=caller.identity,
-        )
-
     # -- commands ---------------------------------------------------------------------------
 
     async def _run_command(
@@ -452,7 +333,7 @@ class AgentRuntime:
             thread = await self._get_thread(caller, thread_id)
             run_context = await self._runtime_context(self.agent, thread, caller)
             try:
-                capabilities = await self._acquire(command.capabilities, thread, caller)
+                capabilities = await self._acquisition.acquire(command.capabilities, thread, caller)
                 ctx: CommandContext[Any, Any] = CommandContext(
                     input=cast("BaseModel", parsed),
                     capabilities=capabilities,
@@ -686,7 +567,7 @@ class AgentRuntime:
                 "Call it again with input matching its schema."
             )
         try:
-            capabilities = await self._acquire(tool.capabilities, thread, caller)
+            capabilities = await self._acquisition.acquire(tool.capabilities, thread, caller)
         except (CapabilityAcquireError, CapabilityBindingError) as error:
             await self._report(
                 RuntimeErrorEvent(
@@ -756,21 +637,6 @@ class _Step:
     offered: frozenset[str]
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What acquiring one operation's capabilities needs, worked out once per operation."""
-
-    declared: Mapping[str, Capability[object]]
-    steps: tuple[tuple[str, CapabilityBinding[object]], ...]
-    names: tuple[tuple[str, str], ...]
-    walks: bool
-
-
-def _walks_to_root(binding: CapabilityBinding[object]) -> bool:
-    """Whether deriving this binding's key needs the thread's root (rootThread, custom)."""
-    return binding.scope == "rootThread" or callable(binding.scope)
-
-
 def _index_agents(agent: Agent) -> dict[str, Agent]:
     index: dict[str, Agent] = {}
     stack = [agent]
@@ -781,111 +647,4 @@ def _index_agents(agent: Agent) -> dict[str, Agent]:
     return index
 
 
-def default_storage(config: PaiConfig, plugins: Plugins | None) -> Storage:
-    """The storage ``[storage]`` configures, or an in-process SQLite database."""
-    configured = storage_from_config(config, plugins=plugins)
-    if configured is not None:
-        return configured
-    from pai.core._storage_sqlite import SqliteStorage
-
-    return SqliteStorage(":memory:")
-
-
-def create_agent_runtime(
-    *,
-    agent: Agent,
-    scope_key: ScopeKeyFn,
-    storage: Storage | None = None,
-    user_key: UserKeyFn | None = None,
-    capabilities: Mapping[str, CapabilityBinding[object]] | None = None,
-    on_runtime_error: OnRuntimeError | None = None,
-    settlement_window: float = 5.0,
-    model: Model | None = None,
-    owns_storage: bool = True,
-    config: PaiConfig | None = None,
-    plugins: Plugins | None = None,
-) -> AgentRuntime:
-    """Build the runtime for ``agent``; the binding record is checked here, all problems at once.
-
-    Bindings given in ``capabilities`` win; every capability the agent needs that is not bound
-    there is bound from configuration (``config``, by default :func:`~pai.core.load_config`, read
-    only then) by the capability package a plugin registered for it (``plugins``, by default
-    :func:`~pai.core.get_plugins`). Wrong or extra bindings in code and capabilities neither code
-    nor configuration binds are reported together, in one :class:`CapabilityBindingError`
-    (a :class:`~pai.core.ConfigError` when configuration was involved).
-
-    ``scope_key`` maps an identity to its app scope (tenant, workspace); ``user_key`` to a user,
-    for ``"user"``-scoped capabilities. ``storage`` defaults to what ``[storage] url`` in the
-    configuration names (``sqlite:///threads.db``, ``memory://``, or a plugin's scheme; see
-    :func:`~pai.core.open_storage`), else an in-process SQLite database; the runtime then owns it.
-    ``settlement_window`` is how long thread deletion waits for cancelled work before disposing
-    that thread's capability instances. ``on_runtime_error`` receives failures the runtime absorbs
-    (a ``dispose`` that raised, say); by default they are logged. ``model`` replaces the agent's
-    model. ``owns_storage=False`` leaves ``storage`` open on :meth:`AgentRuntime.aclose` (for
-    storage shared between runtimes, as :func:`create_pai` does).
-
-    Example::
-
-        runtime = create_agent_runtime(
-            agent=agent,
-            scope_key=lambda identity: identity.workspace_id,
-            capabilities={"sandbox": sandbox_capability(provider=provider)},
-        )
-        async with runtime:
-            thread = await runtime.admin(identity=me).create_thread()
-            print((await thread.send("hello")).text)
-    """
-    if not callable(scope_key):
-        raise CapabilityBindingError(
-            f"scope_key must be a function from identity to a string, got {scope_key!r}"
-        )
-    if user_key is not None and not callable(user_key):
-        raise CapabilityBindingError(
-            f"user_key must be a function from identity to a string or None, got {user_key!r}"
-        )
-    if settlement_window < 0:
-        raise DefinitionError(f"settlement_window must be >= 0 seconds, got {settlement_window!r}")
-    if model is not None:
-        agent = agent.with_model(model)
-    given = dict(capabilities or {})
-    if storage is None and config is None:
-        config = load_config()  # [storage] may choose the backend
-    # Reads plugins and configuration only when code leaves a capability unbound.
-    resolution = resolve_from_config(
-        agent.requirements, config=config, plugins=plugins, bound=given.keys()
-    )
-    bindings = validate_binding_record(
-        agent.requirements,
-        {**resolution.bindings, **given},
-        unbound=resolution.problems,
-        cause=resolution.cause,
-    )
-    if user_key is None:
-        per_user = sorted(cap_id for cap_id, b in bindings.items() if b.scope == "user")
-        if per_user:
-            raise CapabilityBindingError(
-                f"capabilities {per_user} are bound with scope 'user', but the runtime has no "
-                "user_key to derive a user from; pass create_agent_runtime(user_key=lambda "
-                "identity: ...) returning a non-empty string per user, or bind them with "
-                "another scope",
-                ids=per_user,
-            )
-    if storage is None:
-        assert config is not None
-        storage = default_storage(config, plugins)
-    return AgentRuntime(
-        agent=agent,
-        storage=storage,
-        scope_key=scope_key,
-        user_key=user_key,
-        bindings=bindings,
-        on_runtime_error=on_runtime_error,
-        settlement_window=settlement_window,
-        owns_storage=owns_storage,
-    )
-
-
-__all__ = [
-    "AgentRuntime",
-    "create_agent_runtime",
-]
+__all__ = ["AgentRuntime", "ScopeKeyFn", "UserKeyFn"]

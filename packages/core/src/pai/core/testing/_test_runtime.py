@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pai.core._agent import Agent
+from pai.core._assembly import create_agent_runtime
 from pai.core._binding import CapabilityBinding
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._model import Model
-from pai.core._runtime import AgentRuntime, create_agent_runtime
+from pai.core._runtime import AgentRuntime
 from pai.core._storage import Storage
 from pai.core._storage_memory import InMemoryStorage
 

@@ -1,0 +1,128 @@
+"""Assembling a runtime: the binding record checked, capabilities and storage from configuration.
+
+:func:`create_agent_runtime` is where configuration and plugins meet the runtime; the
+:class:`~pai.core.AgentRuntime` itself knows neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pai.core._agent import Agent
+from pai.core._binding import CapabilityBinding
+from pai.core._config import PaiConfig, load_config, resolve_from_config
+from pai.core._errors import CapabilityBindingError, DefinitionError
+from pai.core._lifecycle import OnRuntimeError
+from pai.core._model import Model
+from pai.core._plugins import Plugins
+from pai.core._record import validate_binding_record
+from pai.core._runtime import AgentRuntime, ScopeKeyFn, UserKeyFn
+from pai.core._storage import Storage
+from pai.core._storage_config import storage_from_config
+
+
+def default_storage(config: PaiConfig, plugins: Plugins | None) -> Storage:
+    """The storage ``[storage]`` configures, or an in-process SQLite database."""
+    configured = storage_from_config(config, plugins=plugins)
+    if configured is not None:
+        return configured
+    from pai.core._storage_sqlite import SqliteStorage
+
+    return SqliteStorage(":memory:")
+
+
+def create_agent_runtime(
+    *,
+    agent: Agent,
+    scope_key: ScopeKeyFn,
+    storage: Storage | None = None,
+    user_key: UserKeyFn | None = None,
+    capabilities: Mapping[str, CapabilityBinding[object]] | None = None,
+    on_runtime_error: OnRuntimeError | None = None,
+    settlement_window: float = 5.0,
+    model: Model | None = None,
+    owns_storage: bool = True,
+    config: PaiConfig | None = None,
+    plugins: Plugins | None = None,
+) -> AgentRuntime:
+    """Build the runtime for ``agent``; the binding record is checked here, all problems at once.
+
+    Bindings given in ``capabilities`` win; every capability the agent needs that is not bound
+    there is bound from configuration (``config``, by default :func:`~pai.core.load_config`, read
+    only then) by the capability package a plugin registered for it (``plugins``, by default
+    :func:`~pai.core.get_plugins`). Wrong or extra bindings in code and capabilities neither code
+    nor configuration binds are reported together, in one :class:`CapabilityBindingError`
+    (a :class:`~pai.core.ConfigError` when configuration was involved).
+
+    ``scope_key`` maps an identity to its app scope (tenant, workspace); ``user_key`` to a user,
+    for ``"user"``-scoped capabilities. ``storage`` defaults to what ``[storage] url`` in the
+    configuration names (``sqlite:///threads.db``, ``memory://``, or a plugin's scheme; see
+    :func:`~pai.core.open_storage`), else an in-process SQLite database; the runtime then owns it.
+    ``settlement_window`` is how long thread deletion waits for cancelled work before disposing
+    that thread's capability instances. ``on_runtime_error`` receives failures the runtime absorbs
+    (a ``dispose`` that raised, say); by default they are logged. ``model`` replaces the agent's
+    model. ``owns_storage=False`` leaves ``storage`` open on :meth:`AgentRuntime.aclose` (for
+    storage shared between runtimes, as :func:`create_pai` does).
+
+    Example::
+
+        runtime = create_agent_runtime(
+            agent=agent,
+            scope_key=lambda identity: identity.workspace_id,
+            capabilities={"sandbox": sandbox_capability(provider=provider)},
+        )
+        async with runtime:
+            thread = await runtime.admin(identity=me).create_thread()
+            print((await thread.send("hello")).text)
+    """
+    if not callable(scope_key):
+        raise CapabilityBindingError(
+            f"scope_key must be a function from identity to a string, got {scope_key!r}"
+        )
+    if user_key is not None and not callable(user_key):
+        raise CapabilityBindingError(
+            f"user_key must be a function from identity to a string or None, got {user_key!r}"
+        )
+    if settlement_window < 0:
+        raise DefinitionError(f"settlement_window must be >= 0 seconds, got {settlement_window!r}")
+    if model is not None:
+        agent = agent.with_model(model)
+    given = dict(capabilities or {})
+    if storage is None and config is None:
+        config = load_config()  # [storage] may choose the backend
+    # Reads plugins and configuration only when code leaves a capability unbound.
+    resolution = resolve_from_config(
+        agent.requirements, config=config, plugins=plugins, bound=given.keys()
+    )
+    bindings = validate_binding_record(
+        agent.requirements,
+        {**resolution.bindings, **given},
+        unbound=resolution.problems,
+        cause=resolution.cause,
+    )
+    if user_key is None:
+        per_user = sorted(cap_id for cap_id, b in bindings.items() if b.scope == "user")
+        if per_user:
+            raise CapabilityBindingError(
+                f"capabilities {per_user} are bound with scope 'user', but the runtime has no "
+                "user_key to derive a user from; pass create_agent_runtime(user_key=lambda "
+                "identity: ...) returning a non-empty string per user, or bind them with "
+                "another scope",
+                ids=per_user,
+            )
+    if storage is None:
+        assert config is not None
+        storage = default_storage(config, plugins)
+    return AgentRuntime(
+        agent=agent,
+        storage=storage,
+        scope_key=scope_key,
+        user_key=user_key,
+        bindings=bindings,
+        on_runtime_error=on_runtime_error,
+        settlement_window=settlement_window,
+        owns_storage=owns_storage,
+    )
+
+
+__all__ = ["create_agent_runtime", "default_storage"]
