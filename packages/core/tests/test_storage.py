@@ -1,20 +1,24 @@
-"""The storage contract (see ``pai.core._storage``), checked on every backend and both event loops."""
+"""What the built-in stores do beyond the shared contract.
+
+The contract itself (:class:`pai.core.testing.StorageConformance`) runs against every built-in
+store in ``test_storage_conformance.py``; this module checks their own promises: read counters,
+tolerance of parent cycles, SQLite's file handling, and every ``str`` through every store.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta, timezone
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import pytest
 from hypothesis import HealthCheck, assume, example, find, given, settings
 from hypothesis import strategies as st
-from pydantic_core import PydanticSerializationError
 
-from pai.core._errors import ThreadExistsError, ThreadNotFoundError
+from pai.core._errors import ThreadExistsError
 from pai.core._messages import (
     AssistantMessage,
     ErrorMessage,
@@ -23,37 +27,29 @@ from pai.core._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pai.core._storage import Storage, ThreadRecord
+from pai.core._storage import ThreadRecord
 from pai.core._storage_memory import InMemoryStorage
 from pai.core._storage_sqlite import SqliteStorage
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-StorageFactory = Callable[[], InMemoryStorage | SqliteStorage]
+BuiltinStorage = InMemoryStorage | SqliteStorage
 
 
 @pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file"])
-def make_storage(request: pytest.FixtureRequest, tmp_path: Path) -> StorageFactory:
-    """Builds a fresh storage of one backend (the sqlite file one: a new instance on one path)."""
+async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BuiltinStorage]:
     kind: str = request.param
-    if kind == "memory":
-        return InMemoryStorage
-    if kind == "sqlite-memory":
-        return SqliteStorage
-    return lambda: SqliteStorage(tmp_path / "pai.db")
-
-
-@pytest.fixture
-async def storage(make_storage: StorageFactory) -> AsyncIterator[InMemoryStorage | SqliteStorage]:
-    store = make_storage()
+    store = fresh_store(kind, tmp_path)
     yield store
     await store.aclose()
+
+
+def fresh_store(kind: str, folder: Path) -> BuiltinStorage:
+    if kind == "memory":
+        return InMemoryStorage()
+    if kind == "sqlite-memory":
+        return SqliteStorage()
+    return SqliteStorage(tempfile.mkstemp(suffix=".db", dir=folder)[1])
 
 
 def thread(
@@ -62,80 +58,7 @@ def thread(
     return ThreadRecord(id=thread_id, scope_key=scope, agent_name=agent, parent_thread_id=parent)
 
 
-def unserializable_tool_result() -> ToolResultMessage:
-    """A real message whose JSON dump fails: ``model_construct`` skips the JsonValue check."""
-    return ToolResultMessage.model_construct(
-        tool_call_id="call-1", tool_name="broken", content="x", output=object()
-    )
-
-
-ONE_OF_EACH: tuple[Message, ...] = (
-    UserMessage(content="list the files, please"),
-    AssistantMessage(content="Sure.", tool_calls=[]),
-    AssistantMessage(
-        content=None,
-        tool_calls=[
-            ToolCall(id="call-1", name="runScript", arguments={"command": "ls", "env": {"A": 1}}),
-            ToolCall(id="call-2", name="noArgs"),
-        ],
-    ),
-    ToolResultMessage(
-        tool_call_id="call-1",
-        tool_name="runScript",
-        content="a.txt\nb.txt",
-        output={"files": ["a.txt", "b.txt"], "size": 2.5, "ok": True, "none": None},
-    ),
-    ToolResultMessage(tool_call_id="call-2", tool_name="noArgs", content="boom", is_error=True),
-    ErrorMessage(source="model", error_type="TimeoutError", message="the model did not answer"),
-)
-
-
-async def test_every_backend_satisfies_the_storage_protocol(storage: Storage) -> None:
-    assert isinstance(storage, Storage)
-
-
-# -- threads -----------------------------------------------------------------------------------
-
-
-async def test_created_thread_reads_back_with_every_field(storage: Storage) -> None:
-    created_at = datetime(2024, 5, 17, 9, 30, 12, 345678, tzinfo=timezone(timedelta(hours=5.5)))
-    parent = ThreadRecord(id="p", scope_key="acme", agent_name="lead")
-    child = ThreadRecord(
-        id="c",
-        scope_key="acme",
-        agent_name="researcher",
-        parent_thread_id="p",
-        created_at=created_at,
-    )
-    await storage.create_thread(parent)
-    await storage.create_thread(child)
-
-    got_parent = await storage.get_thread("p")
-    got_child = await storage.get_thread("c")
-
-    assert got_parent == parent
-    assert got_child == child
-    assert got_child is not None
-    assert got_child.created_at.utcoffset() == timedelta(hours=5.5)
-
-
-async def test_creating_a_taken_id_raises_thread_exists_and_keeps_the_original(
-    storage: Storage,
-) -> None:
-    original = thread("t1", agent="first")
-    await storage.create_thread(original)
-
-    with pytest.raises(ThreadExistsError, match=r"'t1' already exists; .*new id"):
-        await storage.create_thread(thread("t1", agent="second", scope="other"))
-
-    assert await storage.get_thread("t1") == original
-
-
-async def test_getting_an_unknown_thread_returns_none(storage: Storage) -> None:
-    assert await storage.get_thread("nope") is None
-
-
-async def test_get_thread_counts_reads(storage: InMemoryStorage | SqliteStorage) -> None:
+async def test_get_thread_counts_reads(storage: BuiltinStorage) -> None:
     await storage.create_thread(thread("t1"))
     assert storage.reads == 0
 
@@ -147,127 +70,8 @@ async def test_get_thread_counts_reads(storage: InMemoryStorage | SqliteStorage)
     assert storage.reads == 2
 
 
-async def test_list_threads_returns_top_level_threads_of_the_scope_oldest_first(
-    storage: Storage,
-) -> None:
-    for record in [
-        thread("b", scope="acme"),
-        thread("other-scope", scope="globex"),
-        thread("a", scope="acme"),
-        thread("child", scope="acme", parent="b"),
-        thread("c", scope="acme"),
-    ]:
-        await storage.create_thread(record)
-
-    listed = await storage.list_threads("acme")
-
-    assert [r.id for r in listed] == ["b", "a", "c"]
-    assert [r.id for r in await storage.list_threads("globex")] == ["other-scope"]
-    assert list(await storage.list_threads("nobody")) == []
-
-
-async def test_list_threads_with_a_parent_returns_its_children_in_that_scope_oldest_first(
-    storage: Storage,
-) -> None:
-    for record in [
-        thread("p"),
-        thread("q"),
-        thread("p-2", parent="p"),
-        thread("q-1", parent="q"),
-        thread("p-1", parent="p"),
-        thread("p-2-a", parent="p-2"),
-        thread("p-foreign", parent="p", scope="globex"),
-    ]:
-        await storage.create_thread(record)
-
-    children = await storage.list_threads("acme", parent_thread_id="p")
-
-    assert [r.id for r in children] == ["p-2", "p-1"]
-    assert children[0] == await storage.get_thread("p-2")
-    assert [r.id for r in await storage.list_threads("globex", parent_thread_id="p")] == [
-        "p-foreign"
-    ]
-    assert list(await storage.list_threads("acme", parent_thread_id="p-1")) == []
-
-
-async def test_a_recreated_id_lists_as_the_newest(storage: Storage) -> None:
-    for thread_id in ["a", "b", "c"]:
-        await storage.create_thread(thread(thread_id))
-
-    await storage.delete_thread("a")
-    await storage.create_thread(thread("a"))
-
-    assert [r.id for r in await storage.list_threads("acme")] == ["b", "c", "a"]
-
-
-# -- delete ------------------------------------------------------------------------------------
-
-
-async def test_delete_removes_children_grandchildren_and_their_messages_parent_first(
-    storage: Storage,
-) -> None:
-    for record in [
-        thread("root"),
-        thread("child-1", parent="root"),
-        thread("child-2", parent="root"),
-        thread("grandchild-2a", parent="child-2"),
-        thread("grandchild-1a", parent="child-1"),
-        thread("great-grandchild", parent="grandchild-1a"),
-        thread("sibling"),
-        thread("sibling-child", parent="sibling"),
-    ]:
-        await storage.create_thread(record)
-    for thread_id in ["root", "child-2", "grandchild-1a", "great-grandchild", "sibling-child"]:
-        await storage.append_messages(thread_id, [UserMessage(content=f"to {thread_id}")])
-
-    deleted = await storage.delete_thread("root")
-
-    # Level by level, each level in creation order.
-    assert list(deleted) == [
-        "root",
-        "child-1",
-        "child-2",
-        "grandchild-2a",
-        "grandchild-1a",
-        "great-grandchild",
-    ]
-    parents = {"child-1": "root", "child-2": "root", "grandchild-2a": "child-2"}
-    parents |= {"grandchild-1a": "child-1", "great-grandchild": "grandchild-1a"}
-    for child, parent in parents.items():
-        assert list(deleted).index(parent) < list(deleted).index(child)
-    for thread_id in deleted:
-        assert await storage.get_thread(thread_id) is None
-        assert list(await storage.get_messages(thread_id)) == []
-    assert [r.id for r in await storage.list_threads("acme")] == ["sibling"]
-    assert [r.id for r in await storage.list_threads("acme", parent_thread_id="sibling")] == [
-        "sibling-child"
-    ]
-    assert list(await storage.get_messages("sibling-child")) == [
-        UserMessage(content="to sibling-child")
-    ]
-
-
-async def test_deleting_a_child_leaves_its_parent(storage: Storage) -> None:
-    await storage.create_thread(thread("p"))
-    await storage.create_thread(thread("c", parent="p"))
-    await storage.create_thread(thread("g", parent="c"))
-
-    assert list(await storage.delete_thread("c")) == ["c", "g"]
-
-    assert await storage.get_thread("p") is not None
-    assert list(await storage.list_threads("acme", parent_thread_id="p")) == []
-
-
-async def test_deleting_an_unknown_thread_returns_an_empty_list(storage: Storage) -> None:
-    await storage.create_thread(thread("kept"))
-
-    assert list(await storage.delete_thread("nope")) == []
-
-    assert await storage.get_thread("kept") is not None
-
-
-async def test_delete_terminates_on_a_parent_cycle(storage: Storage) -> None:
-    # Parents are not checked on create, so two threads can name each other.
+async def test_delete_terminates_on_a_parent_cycle(storage: BuiltinStorage) -> None:
+    # The built-in stores do not check parents on create, so two threads can name each other.
     await storage.create_thread(thread("a", parent="b"))
     await storage.create_thread(thread("b", parent="a"))
 
@@ -275,162 +79,7 @@ async def test_delete_terminates_on_a_parent_cycle(storage: Storage) -> None:
     assert await storage.get_thread("b") is None
 
 
-# -- messages ----------------------------------------------------------------------------------
-
-
-async def test_messages_of_every_type_round_trip_equal_and_in_order(storage: Storage) -> None:
-    await storage.create_thread(thread("t1"))
-
-    await storage.append_messages("t1", ONE_OF_EACH[:2])
-    await storage.append_messages("t1", [])
-    await storage.append_messages("t1", ONE_OF_EACH[2:])
-
-    got = await storage.get_messages("t1")
-    assert list(got) == list(ONE_OF_EACH)
-    assert [type(m) for m in got] == [type(m) for m in ONE_OF_EACH]
-
-
-async def test_assistant_message_with_default_tool_calls_round_trips_equal(
-    storage: Storage,
-) -> None:
-    await storage.create_thread(thread("t1"))
-    await storage.append_messages("t1", [AssistantMessage(content="no tools")])
-
-    assert list(await storage.get_messages("t1")) == [AssistantMessage(content="no tools")]
-
-
-async def test_stored_messages_do_not_change_when_the_caller_mutates_its_values(
-    storage: Storage,
-) -> None:
-    arguments: dict[str, object] = {"command": "ls"}
-    call = ToolCall.model_validate({"id": "call-1", "name": "runScript", "arguments": arguments})
-    await storage.create_thread(thread("t1"))
-    await storage.append_messages("t1", [AssistantMessage(tool_calls=[call])])
-
-    assert isinstance(call.arguments, dict)
-    call.arguments["command"] = "rm -rf /"
-
-    (stored,) = await storage.get_messages("t1")
-    assert isinstance(stored, AssistantMessage)
-    assert stored.tool_calls[0].arguments == {"command": "ls"}
-
-
-async def test_getting_messages_of_an_unknown_thread_returns_an_empty_list(
-    storage: Storage,
-) -> None:
-    assert list(await storage.get_messages("nope")) == []
-
-
-async def test_appending_to_an_unknown_thread_raises_thread_not_found(storage: Storage) -> None:
-    with pytest.raises(ThreadNotFoundError, match="'nope' does not exist") as raised:
-        await storage.append_messages("nope", [UserMessage(content="hi")])
-
-    assert raised.value.thread_id == "nope"
-    assert await storage.get_thread("nope") is None
-
-
-async def test_appending_to_a_deleted_thread_raises_thread_not_found(storage: Storage) -> None:
-    await storage.create_thread(thread("t1"))
-    await storage.delete_thread("t1")
-
-    with pytest.raises(ThreadNotFoundError):
-        await storage.append_messages("t1", [UserMessage(content="late")])
-
-    assert list(await storage.get_messages("t1")) == []
-
-
-async def test_a_batch_failing_mid_way_stores_none_of_its_messages(storage: Storage) -> None:
-    await storage.create_thread(thread("t1"))
-    await storage.append_messages("t1", [UserMessage(content="before")])
-
-    with pytest.raises(PydanticSerializationError):
-        await storage.append_messages(
-            "t1",
-            [
-                UserMessage(content="first of the batch"),
-                unserializable_tool_result(),
-                UserMessage(content="third of the batch"),
-            ],
-        )
-
-    assert list(await storage.get_messages("t1")) == [UserMessage(content="before")]
-    await storage.append_messages("t1", [UserMessage(content="after")])
-    assert list(await storage.get_messages("t1")) == [
-        UserMessage(content="before"),
-        UserMessage(content="after"),
-    ]
-
-
-async def test_fifty_concurrent_appends_all_land_each_batch_in_one_piece(storage: Storage) -> None:
-    await storage.create_thread(thread("t1"))
-
-    async def append(i: int) -> None:
-        await storage.append_messages(
-            "t1", [UserMessage(content=f"{i}:first"), UserMessage(content=f"{i}:second")]
-        )
-
-    async with anyio.create_task_group() as tg:
-        for i in range(50):
-            tg.start_soon(append, i)
-
-    got = await storage.get_messages("t1")
-    assert len(got) == 100
-    contents = [m.content for m in got if isinstance(m, UserMessage)]
-    pairs = [(contents[k], contents[k + 1]) for k in range(0, 100, 2)]
-    assert sorted(pairs) == sorted((f"{i}:first", f"{i}:second") for i in range(50))
-
-
-async def test_concurrent_creates_of_one_id_let_exactly_one_win(storage: Storage) -> None:
-    outcomes: list[str] = []
-
-    async def create(agent: str) -> None:
-        try:
-            await storage.create_thread(thread("t1", agent=agent))
-            outcomes.append("created")
-        except ThreadExistsError:
-            outcomes.append("exists")
-
-    async with anyio.create_task_group() as tg:
-        for i in range(20):
-            tg.start_soon(create, f"agent-{i}")
-
-    assert sorted(outcomes) == ["created"] + ["exists"] * 19
-
-
 # -- sqlite specifics --------------------------------------------------------------------------
-
-
-async def test_sqlite_file_keeps_everything_across_instances(tmp_path: Path) -> None:
-    path = tmp_path / "pai.db"
-    created_at = datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
-    first = SqliteStorage(path)
-    await first.create_thread(
-        ThreadRecord(id="p", scope_key="acme", agent_name="lead", created_at=created_at)
-    )
-    await first.create_thread(thread("c", parent="p"))
-    await first.append_messages("p", ONE_OF_EACH)
-    await first.aclose()
-
-    second = SqliteStorage(str(path))
-    try:
-        assert await second.get_thread("p") == ThreadRecord(
-            id="p", scope_key="acme", agent_name="lead", created_at=created_at
-        )
-        assert [r.id for r in await second.list_threads("acme", parent_thread_id="p")] == ["c"]
-        assert list(await second.get_messages("p")) == list(ONE_OF_EACH)
-        await second.append_messages("p", [UserMessage(content="after reopen")])
-        await second.create_thread(thread("d"))
-        assert [r.id for r in await second.list_threads("acme")] == ["p", "d"]
-        assert list(await second.delete_thread("p")) == ["p", "c"]
-    finally:
-        await second.aclose()
-
-    third = SqliteStorage(path)
-    try:
-        assert await third.get_thread("p") is None
-        assert [r.id for r in await third.list_threads("acme")] == ["d"]
-    finally:
-        await third.aclose()
 
 
 async def test_sqlite_file_uses_wal_mode(tmp_path: Path) -> None:
@@ -502,30 +151,6 @@ async def test_in_memory_storage_stays_usable_after_aclose() -> None:
     assert list(await store.get_messages("t1")) == [UserMessage(content="still here")]
 
 
-# -- incremental reads -------------------------------------------------------------------------
-
-
-async def test_get_messages_from_start_returns_only_what_follows(storage: Storage) -> None:
-    await storage.create_thread(thread("t1"))
-    batch = [UserMessage(content=f"m{i}") for i in range(5)]
-    await storage.append_messages("t1", batch[:3])
-    first = await storage.get_messages("t1")
-    await storage.append_messages("t1", batch[3:])
-
-    assert list(await storage.get_messages("t1", start=len(first))) == batch[3:]
-    assert list(await storage.get_messages("t1", start=0)) == batch
-    assert list(await storage.get_messages("t1", start=4)) == batch[4:]
-    assert list(await storage.get_messages("t1", start=5)) == []
-    assert list(await storage.get_messages("t1", start=99)) == []
-
-
-async def test_get_messages_with_a_negative_start_is_a_value_error(storage: Storage) -> None:
-    await storage.create_thread(thread("t1"))
-
-    with pytest.raises(ValueError, match=r"start=-1.*must be >= 0"):
-        await storage.get_messages("t1", start=-1)
-
-
 # -- every str, lone surrogates included -------------------------------------------------------
 
 # Every code point, lone surrogates and NUL included (the default st.characters() leaves
@@ -540,14 +165,6 @@ any_text = st.lists(any_char, max_size=12).map("".join)
 
 def test_any_text_generates_lone_surrogates() -> None:
     find(any_text, lambda s: any(0xD800 <= ord(c) <= 0xDFFF for c in s))
-
-
-def fresh_store(kind: str, folder: Path) -> InMemoryStorage | SqliteStorage:
-    if kind == "memory":
-        return InMemoryStorage()
-    if kind == "sqlite-memory":
-        return SqliteStorage()
-    return SqliteStorage(tempfile.mkstemp(suffix=".db", dir=folder)[1])
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite-memory", "sqlite-file"])

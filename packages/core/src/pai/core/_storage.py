@@ -2,11 +2,12 @@
 
 A runtime keeps everything durable here. Implementations: :class:`InMemoryStorage` (tests) and
 :class:`SqliteStorage` (the embedded default; a file path or ``":memory:"``). Any other backend
-implements :class:`Storage`.
-
-Contract every implementation keeps:
+implements :class:`Storage`, registers itself by URL scheme (see :mod:`pai.core._storage_config`)
+and runs :class:`pai.core.testing.StorageConformance`, which checks this contract:
 
 - ``create_thread`` fails with :class:`ThreadExistsError` if the id is taken;
+- ``list_threads`` returns one scope's top-level threads, or one parent's children in that scope,
+  in the order they were created;
 - ``delete_thread`` removes the thread, every thread delegated from it at any depth, and all their
   messages, in one transaction, and returns the ids it removed (parent first); an unknown id returns
   ``[]``;
@@ -15,7 +16,12 @@ Contract every implementation keeps:
 - ``get_messages(thread_id, start=n)`` returns the thread's messages from index ``n`` on
   (0-based, in append order; ``()`` past the end or for an unknown thread), so a runtime can read
   only what is new; a negative ``start`` is a :class:`ValueError`;
-- reads return what was written, in order; records are immutable values.
+- every Python ``str`` (lone surrogates included) in ids, scope keys, agent names and messages
+  reads back exactly, and distinct strings stay distinct;
+- all methods are safe to call concurrently: concurrent batches are each stored whole and
+  contiguous, and nothing is lost;
+- reads return what was written, in order; records are immutable values, and a message read is
+  not changed by what its writer or another reader later does to theirs.
 """
 
 from __future__ import annotations

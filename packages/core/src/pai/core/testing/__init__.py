@@ -1,7 +1,12 @@
-"""Test helpers: run a tool directly, build a test runtime, script a model.
+"""Test helpers: run a tool directly, build a test runtime, script a model; conformance suites.
 
-The binding conformance suite lives in :mod:`pai.core.testing.conformance` (it needs pytest).
+The conformance suites are pytest test classes (install ``pai-core[testing]``):
+:class:`StorageConformance` for storage backends (``pai.core.testing.storage_conformance``) and
+:class:`CapabilityBindingConformance` for capability bindings (``pai.core.testing.conformance``).
+They are imported on first use, so importing this package does not import pytest.
 """
+
+from typing import TYPE_CHECKING
 
 from pai.core.testing._models import FunctionModel as FunctionModel
 from pai.core.testing._models import ScriptedModel as ScriptedModel
@@ -13,10 +18,40 @@ from pai.core.testing._run_tool import ToolRunResult as ToolRunResult
 from pai.core.testing._run_tool import run_tool as run_tool
 from pai.core.testing._test_runtime import create_test_runtime as create_test_runtime
 
+if TYPE_CHECKING:
+    from pai.core.testing.conformance import (
+        CapabilityBindingConformance as CapabilityBindingConformance,
+    )
+    from pai.core.testing.storage_conformance import StorageConformance as StorageConformance
+
+_SUITES = {
+    "CapabilityBindingConformance": "pai.core.testing.conformance",
+    "StorageConformance": "pai.core.testing.storage_conformance",
+}
+
+
+def __getattr__(name: str) -> object:
+    # The suites need pytest: import them only when asked for.
+    module = _SUITES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pai.core.testing' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SUITES])
+
+
 __all__ = [
+    "CapabilityBindingConformance",
     "FunctionModel",
     "ScriptExhaustedError",
     "ScriptedModel",
+    "StorageConformance",
     "ToolRunResult",
     "create_test_runtime",
     "run_tool",

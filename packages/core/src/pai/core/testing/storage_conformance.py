@@ -1,0 +1,736 @@
+"""The storage conformance suite: the contract every :class:`~pai.core.Storage` backend keeps.
+
+Subclass :class:`StorageConformance` in a test module of your package and implement
+:meth:`~StorageConformance.create_storage`; pytest then runs the whole contract (see
+:mod:`pai.core._storage`) against your backend:
+
+- threads: create, read back with every field, a taken id refused, unknown ids, parent links;
+- ``list_threads``: one scope's top-level threads or one parent's children, in creation order;
+- messages: every type round-trips equal, in order, also read from ``start=``; a negative start
+  is a ``ValueError``; appends are atomic (a batch with an unserializable message stores none);
+  appending to an unknown or deleted thread raises ``ThreadNotFoundError``;
+- delete: the thread and its descendants at any depth with their messages, ids parent first; an
+  unknown id deletes nothing and returns ``[]``; a recreated id starts empty;
+- concurrent writers: many concurrent appends to one thread and to many threads lose nothing and
+  keep each batch contiguous; incremental readers see every message once; concurrent creates and
+  deletes of one id take effect once;
+- the root walk: following ``parent_thread_id`` through ``get_thread`` reaches the root;
+- every Python ``str``, lone surrogates included, round-trips exactly and stays distinct;
+- ``aclose``, and, for a durable backend (``durable = True``), that a new instance reads what a
+  closed one wrote.
+
+Example::
+
+    from pai.core.testing import StorageConformance
+
+    class TestPostgresStorage(StorageConformance):
+        durable = True
+
+        async def create_storage(self):
+            self.dsn = await fresh_database()
+            return PostgresStorage(self.dsn)
+
+        def reopen_storage(self, storage):
+            return PostgresStorage(self.dsn)
+
+Each test gets a fresh storage from :meth:`~StorageConformance.create_storage` (sync or async)
+through the ``storage`` fixture, and closes it afterwards. Tests run on asyncio and, when trio is
+installed, on trio; override the ``anyio_backend`` fixture to narrow that. Requires pytest and the
+anyio pytest plugin (installed with anyio): ``pip install pai-core[testing]``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from datetime import UTC, datetime, timedelta, timezone
+from typing import ClassVar
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from pai.core._awaitables import resolve
+from pai.core._errors import ThreadExistsError, ThreadNotFoundError
+from pai.core._messages import (
+    AssistantMessage,
+    ErrorMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from pai.core._storage import Storage, ThreadRecord
+
+__all__ = ["StorageConformance"]
+
+_BACKENDS = ["asyncio", "trio"] if importlib.util.find_spec("trio") else ["asyncio"]
+
+ONE_OF_EACH: tuple[Message, ...] = (
+    UserMessage(content="list the files, please"),
+    AssistantMessage(content="Sure.", tool_calls=()),
+    AssistantMessage(
+        content=None,
+        tool_calls=(
+            ToolCall(id="call-1", name="runScript", arguments={"command": "ls", "env": {"A": 1}}),
+            ToolCall(id="call-2", name="noArgs"),
+        ),
+    ),
+    ToolResultMessage(
+        tool_call_id="call-1",
+        tool_name="runScript",
+        content="a.txt\nb.txt",
+        output={"files": ["a.txt", "b.txt"], "size": 2.5, "ok": True, "none": None},
+    ),
+    ToolResultMessage(tool_call_id="call-2", tool_name="noArgs", content="boom", is_error=True),
+    ErrorMessage(source="model", error_type="TimeoutError", message="the model did not answer"),
+)
+"""One message of every type and shape, for round trips."""
+
+# Strings a lossy encoding would merge: "?" and U+FFFD (what "replace" error handlers write), a
+# surrogate pair written as two code points and the character it would combine into.
+LOOKALIKE_IDS: tuple[str, ...] = (
+    "t-\ud800",
+    "t-\udc00",
+    "t-?",
+    "t-\ufffd",
+    "t-\ud800\udc00",
+    "t-\U00010000",
+    "t-\x00",
+    "t-",
+)
+
+
+def _thread(
+    thread_id: str, *, scope: str = "acme", parent: str | None = None, agent: str = "helper"
+) -> ThreadRecord:
+    return ThreadRecord(id=thread_id, scope_key=scope, agent_name=agent, parent_thread_id=parent)
+
+
+def _unserializable() -> ToolResultMessage:
+    """A message whose JSON dump fails: ``model_construct`` skips the ``JsonValue`` check."""
+    return ToolResultMessage.model_construct(
+        tool_call_id="call-1", tool_name="broken", content="x", output=object()
+    )
+
+
+def _ids(records: Sequence[ThreadRecord]) -> list[str]:
+    return [record.id for record in records]
+
+
+class StorageConformance:
+    """Subclass and implement :meth:`create_storage` (and, for a durable backend, set
+    ``durable = True`` and implement :meth:`reopen_storage`)."""
+
+    durable: ClassVar[bool] = False
+    """Whether data outlives the instance: then a new instance must read what a closed one wrote."""
+    concurrent_writers: ClassVar[int] = 50
+    """How many concurrent appends the concurrency tests make."""
+
+    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
+
+    @pytest.fixture(params=_BACKENDS)
+    def anyio_backend(self, request: pytest.FixtureRequest) -> str:
+        return str(request.param)
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def create_storage(self) -> Storage | Awaitable[Storage]:
+        """A fresh, empty storage of yours (sync or async). The suite closes it after the test."""
+        raise NotImplementedError(
+            "implement create_storage() in your StorageConformance subclass: return a fresh, "
+            "empty storage"
+        )
+
+    def reopen_storage(self, storage: Storage) -> Storage | Awaitable[Storage]:
+        """A new instance over the data of ``storage`` (closed by then); only for ``durable``."""
+        raise NotImplementedError(
+            "implement reopen_storage(storage) in your StorageConformance subclass (durable = "
+            "True): return a new instance over the same data, e.g. the same path or database"
+        )
+
+    @pytest.fixture
+    async def storage(self) -> AsyncIterator[Storage]:
+        """A fresh storage from :meth:`create_storage`, closed after the test."""
+        store = await resolve(self.create_storage())
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+    # -- threads ------------------------------------------------------------------------------
+
+    async def test_storage_satisfies_the_storage_protocol(self, storage: Storage) -> None:
+        assert isinstance(storage, Storage), (
+            f"{type(storage).__name__} lacks methods of the Storage protocol"
+        )
+
+    async def test_a_created_thread_reads_back_with_every_field(self, storage: Storage) -> None:
+        created_at = datetime(2024, 5, 17, 9, 30, 12, 345678, tzinfo=timezone(timedelta(hours=5.5)))
+        parent = ThreadRecord(id="p", scope_key="acme", agent_name="lead")
+        child = ThreadRecord(
+            id="c",
+            scope_key="acme",
+            agent_name="researcher",
+            parent_thread_id="p",
+            created_at=created_at,
+        )
+        await storage.create_thread(parent)
+        await storage.create_thread(child)
+
+        assert await storage.get_thread("p") == parent
+        got = await storage.get_thread("c")
+        assert got == child, f"stored {child!r}, read back {got!r}"
+        assert got is not None
+        assert got.created_at.utcoffset() == timedelta(hours=5.5), "created_at lost its UTC offset"
+
+    async def test_creating_a_taken_id_raises_thread_exists_and_keeps_the_original(
+        self, storage: Storage
+    ) -> None:
+        original = _thread("t1", agent="first")
+        await storage.create_thread(original)
+
+        with pytest.raises(ThreadExistsError, match="'t1'"):
+            await storage.create_thread(_thread("t1", agent="second", scope="other"))
+
+        assert await storage.get_thread("t1") == original, "a refused create changed the thread"
+
+    async def test_getting_an_unknown_thread_returns_none(self, storage: Storage) -> None:
+        assert await storage.get_thread("nope") is None
+
+    async def test_list_threads_returns_top_level_threads_of_the_scope_in_creation_order(
+        self, storage: Storage
+    ) -> None:
+        earlier = datetime(2000, 1, 1, tzinfo=UTC)
+        for record in [
+            _thread("b"),
+            _thread("other-scope", scope="globex"),
+            _thread("a"),
+            _thread("child", parent="b"),
+            ThreadRecord(id="c", scope_key="acme", agent_name="helper", created_at=earlier),
+        ]:
+            await storage.create_thread(record)
+
+        assert _ids(await storage.list_threads("acme")) == ["b", "a", "c"], (
+            "list_threads must return the scope's top-level threads in the order created "
+            "(not by id or created_at)"
+        )
+        assert _ids(await storage.list_threads("globex")) == ["other-scope"]
+        assert _ids(await storage.list_threads("nobody")) == []
+
+    async def test_list_threads_with_a_parent_returns_its_children_in_that_scope(
+        self, storage: Storage
+    ) -> None:
+        for record in [
+            _thread("p"),
+            _thread("q"),
+            _thread("p-2", parent="p"),
+            _thread("q-1", parent="q"),
+            _thread("p-1", parent="p"),
+            _thread("p-2-a", parent="p-2"),
+            _thread("p-foreign", parent="p", scope="globex"),
+        ]:
+            await storage.create_thread(record)
+
+        children = await storage.list_threads("acme", parent_thread_id="p")
+
+        assert _ids(children) == ["p-2", "p-1"], "children of p, in creation order, only acme's"
+        assert children[0] == await storage.get_thread("p-2")
+        assert _ids(await storage.list_threads("globex", parent_thread_id="p")) == ["p-foreign"]
+        assert _ids(await storage.list_threads("acme", parent_thread_id="p-1")) == []
+
+    async def test_a_recreated_id_lists_as_the_newest(self, storage: Storage) -> None:
+        for thread_id in ["a", "b", "c"]:
+            await storage.create_thread(_thread(thread_id))
+
+        await storage.delete_thread("a")
+        await storage.create_thread(_thread("a"))
+
+        assert _ids(await storage.list_threads("acme")) == ["b", "c", "a"]
+
+    async def test_following_parent_links_from_any_depth_reaches_the_root(
+        self, storage: Storage
+    ) -> None:
+        depth = 12
+        chain = [f"level-{n}" for n in range(depth)]
+        await storage.create_thread(_thread(chain[0]))
+        for parent, child in itertools.pairwise(chain):
+            await storage.create_thread(_thread(child, parent=parent))
+
+        walked: list[str] = []
+        current = await storage.get_thread(chain[-1])
+        while current is not None:
+            walked.append(current.id)
+            if current.parent_thread_id is None:
+                break
+            current = await storage.get_thread(current.parent_thread_id)
+
+        assert walked == chain[::-1], (
+            f"walking parent_thread_id up from {chain[-1]!r} gave {walked}, not the chain to "
+            f"the root {chain[0]!r}"
+        )
+
+    # -- delete -------------------------------------------------------------------------------
+
+    async def test_delete_removes_descendants_at_any_depth_and_their_messages_parent_first(
+        self, storage: Storage
+    ) -> None:
+        for record in [
+            _thread("root"),
+            _thread("child-1", parent="root"),
+            _thread("child-2", parent="root"),
+            _thread("grandchild-2a", parent="child-2"),
+            _thread("grandchild-1a", parent="child-1"),
+            _thread("great-grandchild", parent="grandchild-1a"),
+            _thread("sibling"),
+            _thread("sibling-child", parent="sibling"),
+        ]:
+            await storage.create_thread(record)
+        for thread_id in ["root", "child-2", "grandchild-1a", "great-grandchild", "sibling-child"]:
+            await storage.append_messages(thread_id, [UserMessage(content=f"to {thread_id}")])
+
+        deleted = list(await storage.delete_thread("root"))
+
+        doomed = {"root", "child-1", "child-2", "grandchild-2a", "grandchild-1a"}
+        doomed.add("great-grandchild")
+        assert sorted(deleted) == sorted(doomed), f"deleted {deleted}, expected {sorted(doomed)}"
+        parents = {"child-1": "root", "child-2": "root", "grandchild-2a": "child-2"}
+        parents |= {"grandchild-1a": "child-1", "great-grandchild": "grandchild-1a"}
+        for child, parent in parents.items():
+            assert deleted.index(parent) < deleted.index(child), (
+                f"{child!r} came before its parent {parent!r} in {deleted}; return ids parent first"
+            )
+        for thread_id in deleted:
+            assert await storage.get_thread(thread_id) is None
+            assert list(await storage.get_messages(thread_id)) == []
+        assert _ids(await storage.list_threads("acme")) == ["sibling"]
+        assert _ids(await storage.list_threads("acme", parent_thread_id="sibling")) == [
+            "sibling-child"
+        ]
+        assert list(await storage.get_messages("sibling-child")) == [
+            UserMessage(content="to sibling-child")
+        ]
+
+    async def test_deleting_a_child_leaves_its_parent(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("p"))
+        await storage.create_thread(_thread("c", parent="p"))
+        await storage.create_thread(_thread("g", parent="c"))
+
+        assert list(await storage.delete_thread("c")) == ["c", "g"]
+
+        assert await storage.get_thread("p") is not None
+        assert _ids(await storage.list_threads("acme", parent_thread_id="p")) == []
+
+    async def test_deleting_an_unknown_thread_returns_an_empty_list(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("kept"))
+
+        assert list(await storage.delete_thread("nope")) == []
+
+        assert await storage.get_thread("kept") is not None
+
+    async def test_a_recreated_thread_starts_with_no_messages(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("t1"))
+        await storage.append_messages("t1", [UserMessage(content="first life")])
+        await storage.delete_thread("t1")
+
+        await storage.create_thread(_thread("t1"))
+
+        assert list(await storage.get_messages("t1")) == [], (
+            "a thread created again under a deleted id saw the old thread's messages"
+        )
+
+    # -- messages -----------------------------------------------------------------------------
+
+    async def test_messages_of_every_type_round_trip_equal_and_in_order(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+
+        await storage.append_messages("t1", ONE_OF_EACH[:2])
+        await storage.append_messages("t1", [])
+        await storage.append_messages("t1", ONE_OF_EACH[2:])
+
+        got = list(await storage.get_messages("t1"))
+        assert got == list(ONE_OF_EACH)
+        assert [type(m) for m in got] == [type(m) for m in ONE_OF_EACH]
+
+    async def test_an_assistant_message_with_default_tool_calls_round_trips_equal(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        await storage.append_messages("t1", [AssistantMessage(content="no tools")])
+
+        assert list(await storage.get_messages("t1")) == [AssistantMessage(content="no tools")]
+
+    async def test_stored_messages_do_not_change_when_the_caller_mutates_its_values(
+        self, storage: Storage
+    ) -> None:
+        arguments: dict[str, object] = {"command": "ls"}
+        call = ToolCall.model_validate(
+            {"id": "call-1", "name": "runScript", "arguments": arguments}
+        )
+        output: dict[str, object] = {"files": ["a"]}
+        result = ToolResultMessage.model_validate(
+            {"tool_call_id": "call-1", "tool_name": "runScript", "content": "a", "output": output}
+        )
+        await storage.create_thread(_thread("t1"))
+        await storage.append_messages("t1", [AssistantMessage(tool_calls=(call,)), result])
+
+        assert isinstance(call.arguments, dict)
+        call.arguments["command"] = "rm -rf /"
+        assert isinstance(result.output, dict)
+        result.output["files"] = []
+
+        stored_call, stored_result = await storage.get_messages("t1")
+        assert isinstance(stored_call, AssistantMessage)
+        assert stored_call.tool_calls[0].arguments == {"command": "ls"}, (
+            "the store kept a reference to the caller's arguments dict"
+        )
+        assert isinstance(stored_result, ToolResultMessage)
+        assert stored_result.output == {"files": ["a"]}
+
+    async def test_messages_read_are_not_changed_by_a_reader_mutating_an_earlier_read(
+        self, storage: Storage
+    ) -> None:
+        call = ToolCall(id="call-1", name="runScript", arguments={"command": "ls"})
+        await storage.create_thread(_thread("t1"))
+        await storage.append_messages("t1", [AssistantMessage(tool_calls=(call,))])
+
+        (first,) = await storage.get_messages("t1")
+        assert isinstance(first, AssistantMessage)
+        arguments = first.tool_calls[0].arguments
+        assert isinstance(arguments, dict)
+        arguments["command"] = "rm -rf /"
+
+        (again,) = await storage.get_messages("t1")
+        assert isinstance(again, AssistantMessage)
+        assert again.tool_calls[0].arguments == {"command": "ls"}, (
+            "a reader changing what it read changed what the store returns to the next reader"
+        )
+
+    async def test_getting_messages_of_an_unknown_thread_returns_an_empty_list(
+        self, storage: Storage
+    ) -> None:
+        assert list(await storage.get_messages("nope")) == []
+
+    async def test_get_messages_from_start_returns_only_what_follows(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        batch = [UserMessage(content=f"m{i}") for i in range(5)]
+        await storage.append_messages("t1", batch[:3])
+        first = await storage.get_messages("t1")
+        await storage.append_messages("t1", batch[3:])
+
+        assert list(await storage.get_messages("t1", start=len(first))) == batch[3:], (
+            "get_messages(start=n) must return the messages after the first n"
+        )
+        assert list(await storage.get_messages("t1", start=0)) == batch
+        assert list(await storage.get_messages("t1", start=4)) == batch[4:]
+        assert list(await storage.get_messages("t1", start=5)) == []
+        assert list(await storage.get_messages("t1", start=99)) == []
+        assert list(await storage.get_messages("nope", start=2)) == []
+
+    async def test_get_messages_with_a_negative_start_is_a_value_error(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        await storage.append_messages("t1", [UserMessage(content="hi")])
+
+        with pytest.raises(ValueError, match="-1"):
+            await storage.get_messages("t1", start=-1)
+
+    async def test_appending_to_an_unknown_thread_raises_thread_not_found(
+        self, storage: Storage
+    ) -> None:
+        with pytest.raises(ThreadNotFoundError) as raised:
+            await storage.append_messages("nope", [UserMessage(content="hi")])
+
+        assert raised.value.thread_id == "nope"
+        assert await storage.get_thread("nope") is None, "an append created the thread"
+        assert list(await storage.get_messages("nope")) == []
+
+    async def test_appending_to_a_deleted_thread_raises_thread_not_found(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        await storage.delete_thread("t1")
+
+        with pytest.raises(ThreadNotFoundError):
+            await storage.append_messages("t1", [UserMessage(content="late")])
+
+        assert list(await storage.get_messages("t1")) == []
+
+    async def test_a_batch_with_an_unserializable_message_stores_none_of_it(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        await storage.append_messages("t1", [UserMessage(content="before")])
+
+        with pytest.raises((ValueError, TypeError)):
+            await storage.append_messages(
+                "t1",
+                [
+                    UserMessage(content="first of the batch"),
+                    _unserializable(),
+                    UserMessage(content="third of the batch"),
+                ],
+            )
+
+        assert list(await storage.get_messages("t1")) == [UserMessage(content="before")], (
+            "a batch that failed part way stored some of its messages; appends must be atomic"
+        )
+        await storage.append_messages("t1", [UserMessage(content="after")])
+        assert list(await storage.get_messages("t1")) == [
+            UserMessage(content="before"),
+            UserMessage(content="after"),
+        ]
+        assert list(await storage.get_messages("t1", start=1)) == [UserMessage(content="after")]
+
+    # -- concurrent writers -------------------------------------------------------------------
+
+    async def test_concurrent_appends_to_one_thread_lose_nothing_and_keep_each_batch_whole(
+        self, storage: Storage
+    ) -> None:
+        writers = self.concurrent_writers
+        await storage.create_thread(_thread("t1"))
+
+        async def append(i: int) -> None:
+            await storage.append_messages(
+                "t1", [UserMessage(content=f"{i}:{part}") for part in ("a", "b", "c")]
+            )
+
+        async with anyio.create_task_group() as tg:
+            for i in range(writers):
+                tg.start_soon(append, i)
+
+        got = [m.content for m in await storage.get_messages("t1") if isinstance(m, UserMessage)]
+        assert len(got) == 3 * writers, f"{writers} batches of 3 left {len(got)} messages"
+        batches = [tuple(got[k : k + 3]) for k in range(0, len(got), 3)]
+        expected = [(f"{i}:a", f"{i}:b", f"{i}:c") for i in range(writers)]
+        assert sorted(batches) == sorted(expected), (
+            "concurrent batches interleaved or lost messages; each batch must be stored whole, "
+            "in order, and contiguous"
+        )
+
+    async def test_concurrent_appends_to_many_threads_lose_nothing(self, storage: Storage) -> None:
+        threads, appends = 10, max(1, self.concurrent_writers // 10)
+
+        async def converse(t: int) -> None:
+            await storage.create_thread(_thread(f"t{t}"))
+            for n in range(appends):
+                await storage.append_messages(
+                    f"t{t}", [UserMessage(content=f"t{t}:{n}"), AssistantMessage(content=f"{n}")]
+                )
+
+        async with anyio.create_task_group() as tg:
+            for t in range(threads):
+                tg.start_soon(converse, t)
+
+        for t in range(threads):
+            expected: list[Message] = []
+            for n in range(appends):
+                expected += [UserMessage(content=f"t{t}:{n}"), AssistantMessage(content=f"{n}")]
+            assert list(await storage.get_messages(f"t{t}")) == expected, (
+                f"thread t{t} lost or reordered messages written concurrently with other threads"
+            )
+        assert len(await storage.list_threads("acme")) == threads
+
+    async def test_an_incremental_reader_sees_every_message_once_in_order_during_appends(
+        self, storage: Storage
+    ) -> None:
+        writers = self.concurrent_writers
+        await storage.create_thread(_thread("t1"))
+        done = anyio.Event()
+        seen: list[Message] = []
+
+        async def write(i: int) -> None:
+            await storage.append_messages(
+                "t1", [UserMessage(content=f"{i}:a"), UserMessage(content=f"{i}:b")]
+            )
+
+        async def writers_then_done() -> None:
+            async with anyio.create_task_group() as tg:
+                for i in range(writers):
+                    tg.start_soon(write, i)
+            done.set()
+
+        async def read() -> None:
+            while not done.is_set():
+                seen.extend(await storage.get_messages("t1", start=len(seen)))
+                await anyio.lowlevel.checkpoint()  # a turn for the writers, not a wait for them
+            seen.extend(await storage.get_messages("t1", start=len(seen)))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(writers_then_done)
+
+        assert seen == list(await storage.get_messages("t1")), (
+            "reading from start=len(seen) while writers appended missed, repeated or reordered "
+            "messages"
+        )
+        assert len(seen) == 2 * writers
+
+    async def test_concurrent_creates_of_one_id_let_exactly_one_win(self, storage: Storage) -> None:
+        outcomes: list[str] = []
+
+        async def create(agent: str) -> None:
+            try:
+                await storage.create_thread(_thread("t1", agent=agent))
+                outcomes.append(agent)
+            except ThreadExistsError:
+                outcomes.append("exists")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(create, f"agent-{i}")
+
+        winners = [o for o in outcomes if o != "exists"]
+        assert len(winners) == 1, f"{len(winners)} of 20 concurrent creates of one id succeeded"
+        stored = await storage.get_thread("t1")
+        assert stored is not None
+        assert stored.agent_name == winners[0], "the stored thread is not the one that won"
+
+    async def test_concurrent_deletes_of_one_tree_delete_each_thread_once(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("root"))
+        for n in range(5):
+            await storage.create_thread(_thread(f"child-{n}", parent="root"))
+        results: list[list[str]] = []
+
+        async def delete() -> None:
+            results.append(list(await storage.delete_thread("root")))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(delete)
+
+        reported = [thread_id for result in results for thread_id in result]
+        assert sorted(reported) == sorted(["root", *(f"child-{n}" for n in range(5))]), (
+            f"five concurrent deletes of one tree reported {reported}; each thread must be "
+            "reported deleted exactly once"
+        )
+
+    async def test_an_append_racing_a_delete_leaves_nothing_behind(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("t1"))
+        landed: list[bool] = []
+
+        async def append(i: int) -> None:
+            try:
+                await storage.append_messages("t1", [UserMessage(content=f"{i}")])
+                landed.append(True)
+            except ThreadNotFoundError:
+                landed.append(False)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(self.concurrent_writers // 2):
+                tg.start_soon(append, i)
+            tg.start_soon(storage.delete_thread, "t1")
+            for i in range(self.concurrent_writers // 2, self.concurrent_writers):
+                tg.start_soon(append, i)
+
+        assert await storage.get_thread("t1") is None
+        await storage.create_thread(_thread("t1"))
+        assert list(await storage.get_messages("t1")) == [], (
+            "messages appended while the thread was being deleted outlived it"
+        )
+
+    # -- every str ----------------------------------------------------------------------------
+
+    async def test_lone_surrogates_round_trip_exactly_in_every_field(
+        self, storage: Storage
+    ) -> None:
+        odd = "\ud800-\udfff\x00é"
+        parent = ThreadRecord(id=f"p{odd}", scope_key=f"s{odd}", agent_name=f"a{odd}")
+        child = ThreadRecord(
+            id=f"c{odd}", scope_key=parent.scope_key, agent_name=odd, parent_thread_id=parent.id
+        )
+        messages: list[Message] = [
+            UserMessage(content=odd),
+            AssistantMessage(
+                content=odd, tool_calls=(ToolCall(id=odd, name=odd, arguments={odd: [odd]}),)
+            ),
+            ToolResultMessage(tool_call_id=odd, tool_name=odd, content=odd, output={odd: odd}),
+            ErrorMessage(source=odd, error_type=odd, message=odd),
+        ]
+        await storage.create_thread(parent)
+        await storage.create_thread(child)
+        await storage.append_messages(child.id, messages)
+
+        assert await storage.get_thread(child.id) == child
+        assert list(await storage.list_threads(parent.scope_key)) == [parent]
+        assert list(await storage.list_threads(parent.scope_key, parent_thread_id=parent.id)) == [
+            child
+        ]
+        assert list(await storage.get_messages(child.id)) == messages, (
+            "a message holding lone surrogates did not read back exactly"
+        )
+        assert list(await storage.get_messages(child.id, start=2)) == messages[2:]
+        assert list(await storage.delete_thread(parent.id)) == [parent.id, child.id]
+
+    async def test_ids_differing_only_by_characters_a_lossy_encoding_merges_stay_distinct(
+        self, storage: Storage
+    ) -> None:
+        for thread_id in LOOKALIKE_IDS:
+            await storage.create_thread(_thread(thread_id, scope=thread_id))
+            await storage.append_messages(thread_id, [UserMessage(content=thread_id)])
+
+        for thread_id in LOOKALIKE_IDS:
+            record = await storage.get_thread(thread_id)
+            assert record is not None
+            assert (record.id, record.scope_key) == (thread_id, thread_id)
+            assert list(await storage.get_messages(thread_id)) == [UserMessage(content=thread_id)]
+            assert _ids(await storage.list_threads(thread_id)) == [thread_id], (
+                f"scope {thread_id!r} lists threads of another scope"
+            )
+        assert list(await storage.delete_thread(LOOKALIKE_IDS[0])) == [LOOKALIKE_IDS[0]]
+        for thread_id in LOOKALIKE_IDS[1:]:
+            assert await storage.get_thread(thread_id) is not None, (
+                f"deleting {LOOKALIKE_IDS[0]!r} deleted {thread_id!r}"
+            )
+
+    # -- close and reopen ---------------------------------------------------------------------
+
+    async def test_aclose_can_be_called_twice(self) -> None:
+        store = await resolve(self.create_storage())
+        await store.create_thread(_thread("t1"))
+        await store.aclose()
+        await store.aclose()
+
+    async def test_a_new_instance_reads_what_a_closed_one_wrote(self) -> None:
+        if not self.durable:
+            pytest.skip("this backend is not durable (durable = False): nothing outlives it")
+        created_at = datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+        first = await resolve(self.create_storage())
+        await first.create_thread(
+            ThreadRecord(id="p", scope_key="acme", agent_name="lead", created_at=created_at)
+        )
+        await first.create_thread(_thread("c", parent="p"))
+        await first.append_messages("p", ONE_OF_EACH)
+        await first.aclose()
+
+        second = await resolve(self.reopen_storage(first))
+        try:
+            assert await second.get_thread("p") == ThreadRecord(
+                id="p", scope_key="acme", agent_name="lead", created_at=created_at
+            )
+            assert _ids(await second.list_threads("acme", parent_thread_id="p")) == ["c"]
+            assert list(await second.get_messages("p")) == list(ONE_OF_EACH)
+            await second.append_messages("p", [UserMessage(content="after reopen")])
+            assert list(await second.get_messages("p", start=len(ONE_OF_EACH))) == [
+                UserMessage(content="after reopen")
+            ], "appends after reopening did not continue the thread"
+            await second.create_thread(_thread("d"))
+            assert _ids(await second.list_threads("acme")) == ["p", "d"]
+            assert list(await second.delete_thread("p")) == ["p", "c"]
+        finally:
+            await second.aclose()
+
+        third = await resolve(self.reopen_storage(second))
+        try:
+            assert await third.get_thread("p") is None, "a delete did not outlive the instance"
+            assert _ids(await third.list_threads("acme")) == ["d"]
+        finally:
+            await third.aclose()
