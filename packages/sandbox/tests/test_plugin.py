@@ -231,6 +231,28 @@ def test_the_default_provider_when_it_is_not_installed_says_what_to_install(
     assert "pip install pai-sandbox-inmemory" in message
 
 
+def test_a_misspelt_provider_suggests_the_closest_and_offers_no_install_for_the_typo(
+    fake: ModuleType,
+) -> None:
+    with pytest.raises(UnknownProviderError) as caught:
+        build_provider("fkae")
+
+    message = str(caught.value)
+    assert "did you mean 'fake'?" in message
+    assert "pip install" not in message  # "fkae" is no package anyone publishes
+
+
+def test_a_misspelt_known_provider_suggests_it_and_offers_no_install_for_the_typo(
+    fake: ModuleType,
+) -> None:
+    with pytest.raises(UnknownProviderError) as caught:
+        build_provider("dokcer")
+
+    message = str(caught.value)
+    assert "did you mean 'docker'?" in message
+    assert "pai-sandbox-dokcer" not in message
+
+
 # -- options -------------------------------------------------------------------------------------
 
 
@@ -288,3 +310,19 @@ def test_a_bad_sandbox_setting_names_the_key(fake: ModuleType, tmp_path: Path) -
     message = str(caught.value)
     assert "capabilities.sandbox.output_limit = 'lots'" in message
     assert "output_limit" in message
+
+
+def test_a_misspelt_provider_option_suggests_the_closest_key(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(
+        tmp_path,
+        '[capabilities.sandbox]\nprovider = "fake"\n[capabilities.sandbox.fake]\nimgae = "x"\n',
+    )
+
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+
+    message = str(caught.value)
+    assert "[capabilities.sandbox.fake].imgae: unknown key; did you mean 'image'?" in message
+    assert str(tmp_path / "pai.toml") in message

@@ -15,7 +15,7 @@ provider is chosen). Configuration then selects a provider by name::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -44,6 +44,21 @@ _log = logging.getLogger("pai.sandbox")
 
 DEFAULT_PROVIDER = "inmemory"
 """The provider used when configuration names none: the embedded in-memory one."""
+
+KNOWN_PROVIDERS: Mapping[str, str] = {
+    "inmemory": "pip install pai-sandbox-inmemory",
+    "docker": "pip install pai-sandbox-docker",
+    "e2b": "pip install pai-sandbox-e2b",
+}
+"""Providers this project publishes, and how to install each: the only names an error offers an
+install command for (never ``pip install pai-sandbox-<typo>``)."""
+
+
+def _did_you_mean(value: str, choices: Iterable[str]) -> str:
+    import difflib  # only on error paths
+
+    close = difflib.get_close_matches(value, sorted(set(choices)), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +126,16 @@ def _installed(providers: Mapping[str, SandboxProviderRegistration]) -> str:
     return ", ".join(f"{name!r} ({r.distribution})" for name, r in sorted(providers.items()))
 
 
-def _format_errors(error: ValidationError, section: str) -> str:
-    return "; ".join(
-        f"{section}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
-    )
+def _format_errors(error: ValidationError, section: str, valid: Iterable[str] = ()) -> str:
+    def one(problem: Any) -> str:
+        loc = ".".join(str(p) for p in problem["loc"])
+        if problem["type"] == "extra_forbidden":
+            return f"{section}.{loc}: unknown key; {_did_you_mean(str(problem['loc'][-1]), valid)}".rstrip(
+                "; "
+            )
+        return f"{section}.{loc}: {problem['msg']}"
+
+    return "; ".join(one(problem) for problem in error.errors())
 
 
 def build_provider(
@@ -128,17 +149,20 @@ def build_provider(
     providers = sandbox_providers(plugins)
     registration = providers.get(name)
     if registration is None:
+        hint = KNOWN_PROVIDERS.get(name)
+        advice = f"Install it ({hint}) or choose" if hint else "Choose"
         raise UnknownProviderError(
-            f"sandbox provider {name!r} (from {section} provider) is not installed; installed "
-            f"providers: {_installed(providers)}. Install it (pip install pai-sandbox-{name}) "
-            "or choose an installed one"
+            f"sandbox provider {name!r} (from {section} provider) is not installed; "
+            f"{_did_you_mean(name, [*providers, *KNOWN_PROVIDERS])}installed providers: "
+            f"{_installed(providers)}. {advice} an installed one"
         )
     subsection = f"{section.rstrip(']')}.{name}]"
     try:
         validated = registration.options.model_validate(dict(options or {}))
     except ValidationError as error:
         raise ProviderOptionsError(
-            f"invalid options for sandbox provider {name!r}: {_format_errors(error, subsection)}. "
+            f"invalid options for sandbox provider {name!r}: "
+            f"{_format_errors(error, subsection, registration.options.model_fields)}. "
             f"Valid keys: {sorted(registration.options.model_fields)}"
         ) from error
     return registration.factory(validated)
