@@ -39,6 +39,19 @@ def test_options_have_safe_defaults_and_forbid_typos() -> None:
         build_provider("docker", {})
 
 
+@pytest.mark.parametrize("memory", ["lots", "512 m", "-1g", "0", 0, -5])
+def test_a_memory_size_docker_cannot_read_is_refused_when_the_options_are_read(
+    memory: str | int,
+) -> None:
+    with pytest.raises(ProviderOptionsError, match="memory"):
+        build_provider("docker", {"image": "x:1", "memory": memory})
+
+
+@pytest.mark.parametrize("memory", ["512m", "1g", "1.5G", "1048576", 1048576, "64k", "100b"])
+def test_memory_sizes_docker_reads_are_accepted(memory: str | int) -> None:
+    assert DockerOptions(image="x:1", memory=memory).memory == memory
+
+
 def test_the_factory_builds_a_provider_without_connecting() -> None:
     provider = build_provider(
         "docker",

@@ -5,9 +5,10 @@ Kept light: it imports neither the ``docker`` SDK nor the provider until the pro
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pai.core._plugins import hookimpl
 from pai.sandbox._plugin import SandboxProviderRegistration
@@ -39,6 +40,25 @@ class DockerOptions(BaseModel):
     namespace: str = Field("pai", min_length=1)
     idle_ttl: float | None = Field(None, gt=0, description="seconds")
     docker_host: str | None = None
+
+    @field_validator("memory")
+    @classmethod
+    def _docker_memory(cls, value: str | int | None) -> str | int | None:
+        # Checked here, where configuration is read, rather than by the engine at the first
+        # command (which reached the model as a raw DockerException).
+        if isinstance(value, int):
+            if value <= 0:
+                raise ValueError(f"memory must be a positive number of bytes, got {value}")
+            return value
+        if value is not None and not _MEMORY.fullmatch(value):
+            raise ValueError(
+                f"memory {value!r} is not a Docker memory size; write a number with an optional "
+                'unit b, k, m or g, such as "512m" or "1g", or a number of bytes'
+            )
+        return value
+
+
+_MEMORY = re.compile(r"[1-9][0-9]*(\.[0-9]+)?[bkmgBKMG]?")
 
 
 def _make_provider(options: DockerOptions) -> SandboxProvider:
