@@ -213,7 +213,7 @@ def test_a_plugin_whose_cli_hook_fails_is_reported_and_the_rest_works(
 
     cli = create_cli()
 
-    assert "a plugin failed to add its commands (RuntimeError: boom)" in capsys.readouterr().err
+    assert "pai_cli hook of plugin 'pai-test-badcli'" in capsys.readouterr().err
     assert CliRunner().invoke(cli, ["plugins", "--json"]).exit_code == 0
 
 
@@ -418,3 +418,46 @@ def test_config_check_fails_with_one_message_naming_the_file_and_key(
     assert expected in result.stderr
     assert "pai.toml" in result.stderr
     assert "Traceback" not in result.output
+
+
+CLI_BROKEN_PLUGIN = """
+from pai.core import hookimpl
+
+
+@hookimpl
+def pai_cli(cli):
+    raise RuntimeError("this plugin's commands are broken")
+"""
+
+
+@pytest.fixture
+def good_and_cli_broken(dists: Distributions, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "a-..." sorts first, so the broken hook runs before the good one would.
+    dists.add("pai-test-a-cli-broken", "pai_test_a_cli_broken_plugin", CLI_BROKEN_PLUGIN)
+    dists.add("pai-test-good", "pai_test_good_plugin", GOOD_PLUGIN)
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-test-good,pai-test-a-cli-broken")
+
+
+@pytest.mark.usefixtures("good_and_cli_broken")
+def test_a_plugin_whose_cli_hook_raises_leaves_the_other_plugins_commands_working(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli = create_cli()
+    warned = capsys.readouterr().err
+
+    result = CliRunner().invoke(cli, ["hello", "--name", "ann"], catch_exceptions=False)
+
+    assert result.exit_code == 0, result.output
+    assert "hello, ann" in result.stdout
+    assert "pai_cli hook of plugin 'pai-test-a-cli-broken'" in warned
+
+
+@pytest.mark.usefixtures("good_and_cli_broken")
+def test_pai_plugins_names_the_plugin_whose_cli_hook_raised() -> None:
+    result = invoke("plugins", "--json")
+
+    rows = {row["distribution"]: row for row in json.loads(result.stdout)["plugins"]}
+    broken = rows["pai-test-a-cli-broken"]
+    assert broken["status"] == "failed"
+    assert "this plugin's commands are broken" in broken["error"]
+    assert rows["pai-test-good"]["status"] == "loaded"

@@ -346,9 +346,38 @@ class Plugins:
                 )
         return found
 
-    def extend_cli(self, cli: click.Group) -> None:
-        """Let every plugin add its commands to ``cli``."""
-        self.manager.hook.pai_cli(cli=cli)
+    def extend_cli(self, cli: click.Group) -> list[str]:
+        """Let every plugin add its commands to ``cli``, one plugin at a time.
+
+        A plugin whose ``pai_cli`` hook raises is marked failed (``pai plugins`` shows it with
+        its error) and the other plugins' commands are still added; returns a message per
+        failure. Under ``PAI_STRICT_PLUGINS=1`` the first failure raises :class:`PluginError`.
+        """
+        failures: list[str] = []
+        caller: pluggy.HookCaller = self.manager.hook.pai_cli
+        for impl in caller.get_hookimpls():
+            try:
+                impl.function(cli)
+            except Exception as error:
+                distribution = self.distribution_of(impl.plugin_name)
+                message = (
+                    f"the pai_cli hook of plugin {impl.plugin_name!r} ({distribution}) raised "
+                    f"{type(error).__name__}: {error}; its commands are missing; every other "
+                    f"plugin's commands work. Fix or uninstall {distribution}, or leave it out with "
+                    "PAI_LOAD_PLUGINS"
+                )
+                if _strict():
+                    raise PluginError(message) from error
+                _log.warning("%s", message)
+                self._mark_failed(impl.plugin_name, message)
+                failures.append(message)
+        return failures
+
+    def _mark_failed(self, plugin_name: str, message: str) -> None:
+        for index, info in enumerate(self._info):
+            if info.name == plugin_name:
+                self._info[index] = replace(info, status="failed", error=message)
+                return
 
 
 @functools.cache

@@ -372,7 +372,8 @@ def create_cli(plugins: Plugins | None = None) -> click.Group:
     """The ``pai`` command group: the core commands plus every plugin's (``pai_cli`` hook).
 
     ``plugins`` defaults to :func:`~pai.core.get_plugins` (entry points are imported then). A
-    plugin whose ``pai_cli`` hook fails is reported on stderr; the other commands still work.
+    plugin whose ``pai_cli`` hook fails is named on stderr and marked failed in ``pai plugins``;
+    the other plugins' commands still work.
     """
     cli = PaiGroup(name="pai", help=_HELP, context_settings={"help_option_names": ["-h", "--help"]})
     cli = click.version_option(package_name="pai-core", prog_name="pai")(cli)
@@ -382,15 +383,8 @@ def create_cli(plugins: Plugins | None = None) -> click.Group:
         from pai.core._plugins import get_plugins
 
         plugins = get_plugins()
-    try:
-        plugins.extend_cli(cli)
-    except PaiError:
-        raise
-    except Exception as error:
-        warn(
-            f"a plugin failed to add its commands ({type(error).__name__}: {error}); "
-            "`pai plugins` shows which plugins are loaded"
-        )
+    for failure in plugins.extend_cli(cli):
+        warn(failure)
     return cli
 
 
