@@ -70,10 +70,13 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff: lint and format check over the whole repository."""
+    """ruff: lint and format check over the whole repository; no cross-distribution private
+    imports."""
     session.install("ruff>=0.8")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # No distribution imports another's private modules (pai.core._plugins, pai.sandbox._types).
+    session.run("python", "scripts/check_private_imports.py")
 
 
 @nox.session(python=PYTHON)

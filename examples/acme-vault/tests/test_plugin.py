@@ -13,13 +13,14 @@ from pai.core import (
     CapabilitySettings,
     CommandContext,
     UserError,
+    capability_binding,
     create_agent_runtime,
     define_agent,
     define_command,
     get_plugins,
+    load_config,
     reset_plugins,
 )
-from pai.core._config import capability_binding, load_config
 from pai.core.testing import create_test_runtime
 from pydantic import BaseModel, ValidationError
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from pai.core import cli as core_cli
 from pai.core import reset_plugins
 from pai.core.cli import create_cli
-from pai.sandbox import _cli as sandbox_cli
 
 ANSI = "\x1b["
 DEFAULT_NOTE = "no sandbox provider configured; using the embedded 'inmemory' provider"
@@ -161,7 +161,7 @@ def test_demo_runs_to_completion_and_names_the_scripted_model() -> None:
 
 
 def test_demo_on_a_terminal_is_rich(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox_cli, "stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(core_cli, "stdout_is_terminal", lambda: True)
 
     result = invoke("demo", "--keep")
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from pydantic import BaseModel
 
-from pai.core import ToolContext, create_agent_runtime, define_agent, define_tool
+from pai.core import ToolContext, define_agent, define_tool
 from pai.core.testing import ScriptedModel, create_test_runtime, run_tool, text, tool_call
 from pai.sandbox import (
     CommandResult,
@@ -140,25 +138,3 @@ async def test_seed_files_are_in_every_new_sandbox(provider: InMemorySandboxProv
         thread = await runtime.admin(identity=None).create_thread()
         result = await thread.send("read the readme")
         assert result.messages[2].output["stdout"] == "# seeded\n"  # type: ignore[union-attr,index]
-
-
-def test_running_on_the_embedded_default_is_announced_once_at_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    import pai.sandbox._plugin as sandbox_plugin
-    from pai.core import InMemoryStorage, load_config
-
-    monkeypatch.setattr(sandbox_plugin, "_told_default", False)
-    config = load_config(tmp_path, environ={})  # nothing configured
-    agent = define_agent(name="coder", tools={"runScript": run_script})
-
-    with caplog.at_level("WARNING", logger="pai.sandbox"):
-        for _ in range(2):
-            create_agent_runtime(
-                agent=agent, scope_key=lambda _: "acme", storage=InMemoryStorage(), config=config
-            )
-
-    warnings = [r for r in caplog.records if "embedded in-memory provider" in r.getMessage()]
-    assert len(warnings) == 1
-    assert warnings[0].levelname == "WARNING"
-    assert "[capabilities.sandbox]" in warnings[0].getMessage()

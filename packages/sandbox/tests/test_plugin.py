@@ -326,3 +326,25 @@ def test_a_misspelt_provider_option_suggests_the_closest_key(
     message = str(caught.value)
     assert "[capabilities.sandbox.fake].imgae: unknown key; did you mean 'image'?" in message
     assert str(tmp_path / "pai.toml") in message
+
+
+def test_running_on_the_embedded_default_is_announced_once_at_warning(
+    fake: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import pai.sandbox._plugin as sandbox_plugin
+
+    monkeypatch.setattr(sandbox_plugin, "_told_default", False)
+    config = config_of(tmp_path, "")  # nothing configured: the embedded default
+
+    with caplog.at_level("WARNING", logger="pai.sandbox"):
+        for _ in range(2):
+            with pytest.raises(ConfigError):  # the default, inmemory, is not installed here
+                bind(config)
+
+    warnings = [r for r in caplog.records if "embedded in-memory provider" in r.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].levelname == "WARNING"
+    assert "[capabilities.sandbox]" in warnings[0].getMessage()

@@ -126,3 +126,21 @@ def test_file_errors_can_add_a_detail() -> None:
 def test_except_file_not_found_error_catches_the_sandbox_error() -> None:
     with pytest.raises(FileNotFoundError):
         raise SandboxFileNotFoundError("/workspace/missing")
+
+
+def test_the_provider_extension_module_lists_every_public_name_sorted() -> None:
+    import pai.sandbox.provider as provider
+
+    assert set(provider.__all__) == _public_names(provider)
+    assert provider.__all__ == sorted(provider.__all__, key=_isort_style)
+    for name in provider.__all__:
+        assert getattr(provider, name) is not None, name
+
+
+def test_the_provider_extension_module_names_the_same_objects_as_the_package() -> None:
+    import pai.sandbox.provider as provider
+
+    shared = set(provider.__all__) & set(pai.sandbox.__all__)
+    assert shared  # the protocols and errors are in both
+    for name in shared:
+        assert getattr(provider, name) is getattr(pai.sandbox, name), name

@@ -21,8 +21,8 @@ from click.testing import CliRunner, Result
 from fakes import FakeFile, FakeInstance, RecordingProvider, Reply
 from pydantic import BaseModel, ConfigDict, Field
 
-from pai.core import get_plugins, hookimpl, reset_plugins
-from pai.core._config import load_config
+from pai.core import cli as core_cli
+from pai.core import get_plugins, hookimpl, load_config, reset_plugins
 from pai.core.cli import create_cli
 from pai.sandbox import (
     DEFAULT_PROVIDER,
@@ -591,7 +591,7 @@ def test_demo_reports_a_failed_step_and_exits_1(provider: RecordingProvider) -> 
 def test_demo_is_rich_on_a_terminal(
     provider: RecordingProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandbox_cli, "stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(core_cli, "stdout_is_terminal", lambda: True)
 
     result = invoke("demo")
 

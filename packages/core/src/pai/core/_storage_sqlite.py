@@ -1,8 +1,30 @@
 """The embedded default :class:`~pai.core._storage.Storage`: one SQLite database, stdlib only.
 
-Every call runs in a worker thread (``anyio.to_thread.run_sync``), so the event loop never blocks
-on disk, and works under asyncio and trio alike. One connection serves all calls; a lock lets one
-call use it at a time, and each write is one transaction.
+How a call runs. One connection serves every call, and a ``threading.Lock`` lets one call use it
+at a time. A call first tries to run *inline*, on the event loop's own thread: when the lock is
+free it takes it without waiting and runs its statements at once, with SQLite's ``busy_timeout``
+at 0, so a lock held by another connection or process makes SQLite answer ``SQLITE_BUSY`` at
+once instead of waiting. Then (and whenever the lock is held, the connection is not open yet, or
+a checkpoint is due) the call runs in a worker thread (``anyio.to_thread.run_sync``), which waits
+for the lock there and runs with a ``busy_timeout`` (``busy_timeout=`` seconds, 5 by default).
+So the event loop never waits on a lock, neither this process's nor another's; an inline call
+completes without yielding to the event loop (as :class:`~pai.core.InMemoryStorage`'s calls do),
+which is what makes each call atomic with respect to other tasks; and asyncio and trio behave
+alike. An uncontended call costs its statements plus a few microseconds, not a thread hop
+(measured by ``benchmarks/bench_storage.py``).
+
+Each write is one ``BEGIN IMMEDIATE`` transaction, so a busy database is refused before anything
+is written and the call is safely run again in the worker; messages are serialized before the
+transaction starts, so a message that cannot be serialized writes nothing.
+
+Durability. A file database runs in WAL mode with ``synchronous = NORMAL``: a committed append
+survives the process crashing or being killed; after a power loss or an operating-system crash
+the last commits before it may be rolled back, never corrupting the database (SQLite's guarantee
+for WAL with NORMAL). An inline commit writes to the WAL file through the operating system's page
+cache and never calls ``fsync``: the connection's automatic checkpoint is off, and this storage
+checkpoints (the step that syncs) in a worker thread itself, about as often as SQLite would (after
+roughly 1,000 pages of writes), and when it is closed. A cold read of a large database can still
+wait on the disk inline; reads of what a runtime just wrote come from the page cache.
 """
 
 from __future__ import annotations
@@ -63,6 +85,12 @@ FROM threads JOIN subtree ON threads.id = subtree.id
 """
 
 
+_APPEND_POSITION: Final = (
+    "SELECT EXISTS (SELECT 1 FROM threads WHERE id = ?),"
+    " (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?)"
+)
+"""Whether the thread exists, and the ``seq`` of its last message (0 for none)."""
+
 _Text = str | bytes
 """A string column as SQLite returns it (see :mod:`pai.core._storage_codec`)."""
 
@@ -84,23 +112,44 @@ def _optional_text(value: str | None) -> _Text | None:
 
 @contextmanager
 def _transaction(connection: sqlite3.Connection) -> Generator[None, None, None]:
-    """One write transaction: committed if the block finishes, rolled back if it raises."""
+    """One write transaction: committed if the block finishes, rolled back if it (or the commit)
+    raises. ``BEGIN IMMEDIATE`` takes the write lock first, so a busy database fails here."""
     connection.execute("BEGIN IMMEDIATE")
     try:
         yield
+        connection.execute("COMMIT")
     except BaseException:
-        connection.execute("ROLLBACK")
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
         raise
-    connection.execute("COMMIT")
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because another connection holds a lock (``SQLITE_BUSY`` or
+    ``SQLITE_LOCKED``, extended codes included)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is None:  # pragma: no cover - Python built without error codes
+        return "locked" in str(error) or "busy" in str(error)
+    return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+_CHECKPOINT_PAGES: Final = 1_000
+"""Roughly how many pages of writes go to the WAL between two checkpoints (SQLite's default)."""
+_PAGE_BYTES: Final = 4_096
 
 
 class SqliteStorage:
     """Threads and messages in a SQLite database: a file path, or ``":memory:"`` (the default).
 
     A file database keeps its data across processes and survives a new ``SqliteStorage`` on the
-    same path; it runs in WAL mode. A ``":memory:"`` database lives only until :meth:`aclose`.
-    The connection opens on first use. ``reads`` counts :meth:`get_thread` calls, for tests and
-    benchmarks that measure how often a runtime reads thread records.
+    same path; it runs in WAL mode with ``synchronous = NORMAL`` (a committed append survives a
+    crash of the process; see the module documentation for power loss). A ``":memory:"``
+    database lives only until :meth:`aclose`. The connection opens on first use. Uncontended
+    calls run inline on the event loop without waiting on any lock; a call that would wait (on
+    another task's worker call, or on another process holding the database) runs in a worker
+    thread instead, waiting up to ``busy_timeout`` seconds for the database. ``reads`` counts
+    :meth:`get_thread` calls, for tests and benchmarks that measure how often a runtime reads
+    thread records.
 
     Example::
 
@@ -113,20 +162,35 @@ class SqliteStorage:
             await storage.aclose()
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = ":memory:", *, busy_timeout: float = 5.0
+    ) -> None:
+        if busy_timeout < 0:
+            raise ValueError(
+                f"SqliteStorage(busy_timeout={busy_timeout!r}): the time to wait for another "
+                "connection's lock must be >= 0 seconds"
+            )
         self.path: str = os.fspath(path)
         """Where the database lives, as given (``":memory:"`` for an in-process one)."""
+        self.busy_timeout: float = busy_timeout
+        """How long a call waits (in a worker thread) for another connection's lock, in seconds."""
         self.reads: int = 0
         """How many times :meth:`get_thread` has been called."""
+        self._file = self.path not in (":memory:", "")
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
+        """Set (under the lock) once open; ``None`` before that and after :meth:`aclose`."""
         self._closed = False
+        self._unsynced_pages = 0
+        """Pages written to the WAL since the last checkpoint (an estimate)."""
 
-    # -- the worker-thread side ------------------------------------------------------------
+    # -- running a call ------------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
         try:
-            connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            connection = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None
+            )
         except sqlite3.Error as error:
             raise RuntimeError(
                 f"cannot open the SQLite database at {self.path!r}: {error}; check that the "
@@ -134,8 +198,11 @@ class SqliteStorage:
             ) from error
         try:
             connection.execute("PRAGMA foreign_keys = ON")
-            if self.path not in (":memory:", ""):
+            if self._file:
                 connection.execute("PRAGMA journal_mode = WAL")
+                connection.execute("PRAGMA synchronous = NORMAL")
+                # Checkpoints (the only step that syncs) run in a worker: see _checkpoint.
+                connection.execute("PRAGMA wal_autocheckpoint = 0")
             (version,) = connection.execute("PRAGMA user_version").fetchone()
             if version > _SCHEMA_VERSION:
                 raise RuntimeError(
@@ -147,40 +214,95 @@ class SqliteStorage:
                 with _transaction(connection):
                     for statement in _SCHEMA:
                         connection.execute(statement)
+            connection.execute("PRAGMA busy_timeout = 0")  # inline calls never wait
         except BaseException:
             connection.close()
             raise
         return connection
 
-    def _run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+    def _closed_error(self) -> RuntimeError:
+        return RuntimeError(
+            f"SqliteStorage is closed; create a new SqliteStorage({self.path!r}) to keep "
+            "working (a file database keeps its data, a ':memory:' one does not)"
+        )
+
+    def _run_in_worker(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``operation`` in this (worker) thread, waiting for the lock and for the database."""
         with self._lock:
             if self._closed:
-                raise RuntimeError(
-                    f"SqliteStorage is closed; create a new SqliteStorage({self.path!r}) to keep "
-                    "working (a file database keeps its data, a ':memory:' one does not)"
-                )
-            if self._connection is None:
-                self._connection = self._open()
-            return operation(self._connection)
+                raise self._closed_error()
+            connection = self._connection
+            if connection is None:
+                connection = self._connection = self._open()
+            if not self._file:  # nothing else can hold an in-process database
+                return operation(connection)
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            try:
+                result = operation(connection)
+            except sqlite3.OperationalError as error:
+                if _is_busy(error):
+                    error.add_note(
+                        f"another connection kept the SQLite database at {self.path!r} locked "
+                        f"for over {self.busy_timeout} s (SqliteStorage busy_timeout); find the "
+                        "process holding it, or pass a longer busy_timeout"
+                    )
+                raise
+            finally:
+                connection.execute("PRAGMA busy_timeout = 0")
+            if self._unsynced_pages >= _CHECKPOINT_PAGES:
+                self._checkpoint(connection)
+            return result
+
+    def _checkpoint(self, connection: sqlite3.Connection) -> None:
+        """Copy the WAL into the database and sync it (PASSIVE: never waits for readers)."""
+        connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        self._unsynced_pages = 0
+
+    async def _call(self, operation: Callable[[sqlite3.Connection], _T], *, pages: int = 0) -> _T:
+        """Run ``operation`` inline when that cannot wait on a lock, else in a worker thread.
+
+        ``pages`` estimates how many pages a write adds to the WAL, to schedule checkpoints.
+        """
+        self._unsynced_pages += pages
+        connection = self._connection
+        if (
+            connection is not None
+            and self._unsynced_pages < _CHECKPOINT_PAGES
+            and self._lock.acquire(blocking=False)
+        ):
+            try:
+                return operation(connection)
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error):
+                    raise
+                # Another connection holds a lock: wait for it in a worker thread instead.
+            finally:
+                self._lock.release()
+        return await anyio.to_thread.run_sync(self._run_in_worker, operation)
 
     def _close(self) -> None:
         with self._lock:
             self._closed = True
             if self._connection is not None:
-                self._connection.close()
+                self._connection.close()  # the last connection checkpoints the WAL
                 self._connection = None
-
-    async def _call(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
-        return await anyio.to_thread.run_sync(self._run, operation)
 
     # -- the Storage protocol --------------------------------------------------------------
 
     async def create_thread(self, record: ThreadRecord) -> None:
         """Store a new thread. Raises :class:`ThreadExistsError` if ``record.id`` is taken."""
 
+        thread_id = to_sql_text(record.id)
+        values = (
+            thread_id,
+            to_sql_text(record.scope_key),
+            to_sql_text(record.agent_name),
+            _optional_text(record.parent_thread_id),
+            record.created_at.isoformat(),
+        )
+
         def create(connection: sqlite3.Connection) -> None:
             with _transaction(connection):
-                thread_id = to_sql_text(record.id)
                 taken = connection.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,))
                 if taken.fetchone() is not None:
                     raise ThreadExistsError(thread_exists_message(record.id))
@@ -188,26 +310,22 @@ class SqliteStorage:
                     "INSERT INTO threads"
                     " (id, scope_key, agent_name, parent_thread_id, created_at, seq)"
                     " VALUES (?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM threads))",
-                    (
-                        thread_id,
-                        to_sql_text(record.scope_key),
-                        to_sql_text(record.agent_name),
-                        _optional_text(record.parent_thread_id),
-                        record.created_at.isoformat(),
-                    ),
+                    values,
                 )
 
-        await self._call(create)
+        await self._call(create, pages=3)
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         """The thread with this id, or ``None``. Counts one read in :attr:`reads`."""
         self.reads += 1
 
+        key = (to_sql_text(thread_id),)
+
         def get(connection: sqlite3.Connection) -> ThreadRecord | None:
             row: tuple[_Text, _Text, _Text, _Text | None, str] | None = connection.execute(
                 "SELECT id, scope_key, agent_name, parent_thread_id, created_at"
                 " FROM threads WHERE id = ?",
-                (to_sql_text(thread_id),),
+                key,
             ).fetchone()
             return None if row is None else _record(row)
 
@@ -236,7 +354,7 @@ class SqliteStorage:
                 connection.executemany("DELETE FROM threads WHERE id = ?", keys)
             return tuple(doomed)
 
-        return await self._call(delete)
+        return await self._call(delete, pages=3)
 
     async def list_threads(
         self, scope_key: str, *, parent_thread_id: str | None = None
@@ -258,28 +376,21 @@ class SqliteStorage:
 
         Raises :class:`ThreadNotFoundError` if the thread does not exist.
         """
-        batch = list(messages)
+        # Serialized before the transaction: a message that cannot be serialized writes nothing.
+        encoded = [encode_message(message) for message in messages]
         key = to_sql_text(thread_id)
 
         def append(connection: sqlite3.Connection) -> None:
             with _transaction(connection):
-                exists = connection.execute("SELECT 1 FROM threads WHERE id = ?", (key,))
-                if exists.fetchone() is None:
+                exists, last = connection.execute(_APPEND_POSITION, (key, key)).fetchone()
+                if not exists:
                     raise ThreadNotFoundError(thread_id)
-                (last,) = connection.execute(
-                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?", (key,)
-                ).fetchone()
-                # Serialized row by row inside the transaction: a message that fails to
-                # serialize rolls back the rows before it.
                 connection.executemany(
                     "INSERT INTO messages (thread_id, seq, json) VALUES (?, ?, ?)",
-                    (
-                        (key, last + offset, encode_message(message))
-                        for offset, message in enumerate(batch, start=1)
-                    ),
+                    [(key, last + offset, raw) for offset, raw in enumerate(encoded, start=1)],
                 )
 
-        await self._call(append)
+        await self._call(append, pages=1 + sum(map(len, encoded)) // _PAGE_BYTES)
 
     async def get_messages(self, thread_id: str, *, start: int = 0) -> Sequence[Message]:
         """The thread's messages from index ``start`` on, in the order appended; ``()`` for an

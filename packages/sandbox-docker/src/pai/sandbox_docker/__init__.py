@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.sandbox._lazy import lazy_exports
+from pai.sandbox.provider import lazy_exports
 
 # Names resolve on first use: plugin discovery imports this package (for its entry-point module,
 # ``_plugin``), and must not pay for importing the docker SDK until the provider is chosen.

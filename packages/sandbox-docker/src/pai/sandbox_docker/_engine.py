@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from pai.sandbox._errors import SandboxProviderError, SandboxVanishedError
+from pai.sandbox.provider import SandboxProviderError, SandboxVanishedError
 
 _log = logging.getLogger("pai.sandbox_docker")
 

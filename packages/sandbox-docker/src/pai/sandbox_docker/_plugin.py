@@ -10,9 +10,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pai.core._plugins import hookimpl
-from pai.sandbox._plugin import SandboxProviderRegistration
-from pai.sandbox._provider import SandboxProvider
+from pai.core import hookimpl
+from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
 
 
 class DockerOptions(BaseModel):

@@ -32,18 +32,24 @@ import anyio
 import anyio.to_thread
 from anyio import from_thread
 
-from pai.sandbox._errors import (
+from pai.sandbox.provider import (
+    DirEntry,
+    EntryType,
+    FileWrite,
+    InstanceInfo,
+    OutputCallback,
+    ProviderFeatures,
+    RawCommandResult,
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
     SandboxInputError,
+    SandboxInstance,
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
     SandboxProviderError,
     SandboxVanishedError,
 )
-from pai.sandbox._provider import OutputCallback, ProviderFeatures, SandboxInstance
-from pai.sandbox._types import DirEntry, EntryType, FileWrite, InstanceInfo, RawCommandResult
 from pai.sandbox_docker._engine import (
     MODE_DIR,
     MODE_SYMLINK,

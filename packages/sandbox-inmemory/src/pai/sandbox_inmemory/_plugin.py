@@ -9,9 +9,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pai.core._plugins import hookimpl
-from pai.sandbox._plugin import SandboxProviderRegistration
-from pai.sandbox._provider import SandboxProvider
+from pai.core import hookimpl
+from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
 
 
 class InMemoryOptions(BaseModel):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import click
 
+from pai.core import cli as core_cli
 from pai.core.cli import (
     echo_json,
     echo_table,
@@ -35,7 +36,6 @@ from pai.core.cli import (
     json_option,
     note,
     stdin_is_terminal,
-    stdout_is_terminal,
 )
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from pai.core import Agent, Message, Model
-    from pai.core.testing._models import ScriptStep
+    from pai.core.testing import ScriptStep
     from pai.sandbox._plugin import SandboxProviderRegistration, SandboxSettings
     from pai.sandbox._provider import SandboxProvider
     from pai.sandbox._types import InstanceInfo
@@ -686,7 +686,7 @@ class _Printer:
 
     def __init__(self) -> None:
         self._console: Console | None = None
-        if stdout_is_terminal():
+        if core_cli.stdout_is_terminal():  # looked up at call time, so tests can fake a tty
             import sys
 
             from rich.console import Console

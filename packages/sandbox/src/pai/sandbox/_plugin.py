@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pai.core import CapabilityBinding, UserError
-from pai.core._plugins import (
+from pai.core import (
+    CapabilityBinding,
     CapabilityRegistration,
     CapabilitySettings,
     Plugins,
+    UserError,
     get_plugins,
     hookimpl,
     hookspec,
@@ -38,7 +39,7 @@ from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT
 if TYPE_CHECKING:
     import click
 
-    from pai.core._config import PaiConfig
+    from pai.core import PaiConfig
 
 _log = logging.getLogger("pai.sandbox")
 
@@ -302,7 +303,7 @@ def configured_provider(
         sessions = create_sandbox_session_manager(provider=provider)
     """
     if config is None:
-        from pai.core._config import load_config
+        from pai.core import load_config
 
         config = load_config()
     loaded = config

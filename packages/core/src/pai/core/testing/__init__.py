@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pai.core.testing._models import FunctionModel as FunctionModel
 from pai.core.testing._models import ScriptedModel as ScriptedModel
 from pai.core.testing._models import ScriptExhaustedError as ScriptExhaustedError
+from pai.core.testing._models import ScriptStep as ScriptStep
 from pai.core.testing._models import text as text
 from pai.core.testing._models import tool_call as tool_call
 from pai.core.testing._models import tool_calls as tool_calls
@@ -50,6 +51,7 @@ __all__ = [
     "CapabilityBindingConformance",
     "FunctionModel",
     "ScriptExhaustedError",
+    "ScriptStep",
     "ScriptedModel",
     "StorageConformance",
     "ToolRunResult",
