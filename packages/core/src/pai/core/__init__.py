@@ -33,8 +33,10 @@ from pai.core._errors import CapabilityConflictError as CapabilityConflictError
 from pai.core._errors import CommandInputError as CommandInputError
 from pai.core._errors import ConfigError as ConfigError
 from pai.core._errors import DefinitionError as DefinitionError
+from pai.core._errors import DuplicateRegistrationError as DuplicateRegistrationError
 from pai.core._errors import InvalidThreadIdError as InvalidThreadIdError
 from pai.core._errors import PaiError as PaiError
+from pai.core._errors import PluginError as PluginError
 from pai.core._errors import RuntimeClosedError as RuntimeClosedError
 from pai.core._errors import RuntimeContextError as RuntimeContextError
 from pai.core._errors import StepLimitExceededError as StepLimitExceededError
@@ -43,6 +45,7 @@ from pai.core._errors import ThreadExistsError as ThreadExistsError
 from pai.core._errors import ThreadNotFoundError as ThreadNotFoundError
 from pai.core._errors import ToolCapabilitiesError as ToolCapabilitiesError
 from pai.core._errors import UndeclaredCapabilityError as UndeclaredCapabilityError
+from pai.core._errors import UnknownAgentError as UnknownAgentError
 from pai.core._errors import UnknownCommandError as UnknownCommandError
 from pai.core._errors import UserError as UserError
 from pai.core._execution import DelegateInput as DelegateInput
@@ -68,14 +71,11 @@ from pai.core._operations import define_command as define_command
 from pai.core._operations import define_tool as define_tool
 from pai.core._pai import AgentEntry as AgentEntry
 from pai.core._pai import Pai as Pai
-from pai.core._pai import UnknownAgentError as UnknownAgentError
 from pai.core._pai import create_pai as create_pai
 from pai.core._plugins import CapabilityRegistration as CapabilityRegistration
 from pai.core._plugins import CapabilitySettings as CapabilitySettings
 from pai.core._plugins import CoreHookSpecs as CoreHookSpecs
-from pai.core._plugins import DuplicateRegistrationError as DuplicateRegistrationError
 from pai.core._plugins import NoOptions as NoOptions
-from pai.core._plugins import PluginError as PluginError
 from pai.core._plugins import PluginInfo as PluginInfo
 from pai.core._plugins import Plugins as Plugins
 from pai.core._plugins import get_plugins as get_plugins

@@ -14,8 +14,9 @@
     ├── ThreadNotFoundError            (LookupError: no thread with that id in this scope)
     ├── ThreadExistsError              (ValueError: a thread id is already taken)
     ├── ThreadDeletedError             (RuntimeError: the thread was deleted while work ran)
-    ├── PluginError                    (in _plugins: a strict plugin load failed, a bad hook result)
+    ├── PluginError                    (a strict plugin load failed, a hook raised or returned junk)
     │   └── DuplicateRegistrationError       (also a UserError: two plugins register one name)
+    ├── UnknownAgentError              (LookupError: create_pai has no agent of that id)
     ├── CapabilityAcquireError         (RuntimeError: a binding failed to acquire a facade)
     ├── StepLimitExceededError         (RuntimeError: an agent run hit its step limit)
     ├── RuntimeContextError            (RuntimeError: an agent's runtime_context or instructions raised)
@@ -98,6 +99,21 @@ class InvalidThreadIdError(UserError, ValueError):
 
 class ToolCapabilitiesError(UserError, TypeError):
     """``run_tool`` was given capabilities that do not match what the tool declares."""
+
+
+class PluginError(PaiError):
+    """Plugins could not be loaded or conflict (a strict load failed, a hook failed)."""
+
+
+class DuplicateRegistrationError(PluginError, UserError):
+    """Two plugins register one name."""
+
+
+class UnknownAgentError(PaiError, LookupError):
+    """No agent is registered under that id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class ThreadNotFoundError(PaiError, LookupError):

@@ -12,7 +12,12 @@ from pai.core._agent import Agent
 from pai.core._assembly import create_agent_runtime, default_storage
 from pai.core._binding import CapabilityBinding
 from pai.core._config import PaiConfig, config_needed, load_config
-from pai.core._errors import CapabilityBindingError, ConfigError, DefinitionError, PaiError
+from pai.core._errors import (
+    CapabilityBindingError,
+    ConfigError,
+    DefinitionError,
+    UnknownAgentError,
+)
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._plugins import Plugins, get_plugins
 from pai.core._runtime import AgentRuntime, ScopeKeyFn, UserKeyFn
@@ -24,13 +29,6 @@ class AgentEntry(TypedDict, total=False):
 
     agent: Required[Agent]
     capabilities: Mapping[str, CapabilityBinding[object]]
-
-
-class UnknownAgentError(PaiError, LookupError):
-    """No agent is registered under that id."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class Pai:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pai.core._binding import CapabilityBinding
 from pai.core._capability import Capability
-from pai.core._errors import PaiError, UserError
+from pai.core._errors import DuplicateRegistrationError, PluginError
 from pai.core._storage_registry import StorageRegistration
 
 if TYPE_CHECKING:
@@ -139,14 +139,6 @@ class CoreHookSpecs:
     @hookspec
     def pai_cli(self, cli: click.Group) -> None:
         """Add commands to the ``pai`` command line: ``cli.add_command(your_group)``."""
-
-
-class PluginError(PaiError):
-    """Plugins could not be loaded or conflict (a strict load failed, a duplicate name)."""
-
-
-class DuplicateRegistrationError(PluginError, UserError):
-    """Two plugins register one name."""
 
 
 PluginStatus = Literal["loaded", "failed", "skipped"]
