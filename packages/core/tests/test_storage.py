@@ -8,12 +8,16 @@ tolerance of parent cycles, SQLite's file handling, and every ``str`` through ev
 from __future__ import annotations
 
 import sqlite3
+import sys
 import tempfile
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, assume, example, find, given, settings
 from hypothesis import strategies as st
@@ -26,6 +30,7 @@ from pai.core._messages import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    message_adapter,
 )
 from pai.core._storage import ThreadRecord
 from pai.core._storage_memory import InMemoryStorage
@@ -77,6 +82,28 @@ async def test_delete_terminates_on_a_parent_cycle(storage: BuiltinStorage) -> N
 
     assert list(await storage.delete_thread("a")) == ["a", "b"]
     assert await storage.get_thread("b") is None
+
+
+async def test_every_store_returns_messages_as_a_json_round_trip_shapes_them(
+    storage: BuiltinStorage,
+) -> None:
+    written: list[Message] = [
+        UserMessage(content="hi"),  # role not set explicitly: pydantic's fields set omits it
+        AssistantMessage(content=None),
+        ToolResultMessage(tool_call_id="c", tool_name="t", content="x", output=float("inf")),
+        ToolResultMessage(tool_call_id="c", tool_name="t", content="x", output=2.5),
+        ErrorMessage(source="model", error_type="E", message="m"),
+    ]
+    await storage.create_thread(thread("t1"))
+    await storage.append_messages("t1", written)
+
+    read = list(await storage.get_messages("t1"))
+
+    expected = [message_adapter.validate_json(message_adapter.dump_json(m)) for m in written]
+    assert read == expected
+    assert [m.model_dump(exclude_unset=True) for m in read] == [
+        m.model_dump(exclude_unset=True) for m in expected
+    ]
 
 
 # -- sqlite specifics --------------------------------------------------------------------------
@@ -138,6 +165,177 @@ async def test_sqlite_unopenable_path_says_what_to_check(tmp_path: Path) -> None
         RuntimeError, match=r"cannot open the SQLite database at .*directory exists"
     ):
         await store.get_thread("t1")
+    await store.aclose()
+
+
+def count_worker_calls(store: SqliteStorage, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the thread name of every call ``store`` runs in a worker thread."""
+    original = store._run_in_worker
+    calls: list[str] = []
+
+    def spy(operation: Callable[[sqlite3.Connection], object]) -> object:
+        calls.append(threading.current_thread().name)
+        return original(operation)
+
+    monkeypatch.setattr(store, "_run_in_worker", spy)
+    return calls
+
+
+@pytest.mark.parametrize("location", [":memory:", "file"])
+async def test_sqlite_uncontended_calls_run_on_the_loop_without_a_worker_thread(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SqliteStorage(tmp_path / "pai.db" if location == "file" else ":memory:")
+    await store.create_thread(thread("t1"))  # opens the connection, in a worker
+    calls = count_worker_calls(store, monkeypatch)
+
+    for n in range(50):
+        await store.append_messages("t1", [UserMessage(content=f"{n}")])
+    await store.create_thread(thread("t2", parent="t1"))
+    assert len(await store.get_messages("t1", start=10)) == 40
+    assert await store.get_thread("t2") is not None
+    assert len(await store.list_threads("acme", parent_thread_id="t1")) == 1
+    assert list(await store.delete_thread("t1")) == ["t1", "t2"]
+
+    assert calls == []
+    await store.aclose()
+
+
+async def test_sqlite_a_database_another_connection_locks_is_waited_for_in_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "pai.db"
+    store = SqliteStorage(path, busy_timeout=30)
+    await store.create_thread(thread("t1"))
+    in_worker = anyio.Event()
+    original = store._run_in_worker
+
+    def spy(operation: Callable[[sqlite3.Connection], object]) -> object:
+        anyio.from_thread.run_sync(in_worker.set)
+        return original(operation)
+
+    monkeypatch.setattr(store, "_run_in_worker", spy)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another writer holds the database
+    try:
+        # A loop blocked for busy_timeout (30 s) would find this deadline passed, and fail.
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(store.append_messages, "t1", [UserMessage(content="waited")])
+                # Runs while the append waits in its worker thread.
+                await in_worker.wait()
+                other.execute("COMMIT")
+    finally:
+        other.close()
+
+    assert list(await store.get_messages("t1")) == [UserMessage(content="waited")]
+    await store.aclose()
+
+
+async def test_sqlite_a_lock_held_past_busy_timeout_raises_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pai.db"
+    store = SqliteStorage(path, busy_timeout=0)
+    await store.create_thread(thread("t1"))
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked") as raised:
+            await store.append_messages("t1", [UserMessage(content="refused")])
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+    assert "pass a longer busy_timeout" in "".join(raised.value.__notes__)
+    assert list(await store.get_messages("t1")) == []
+    await store.append_messages("t1", [UserMessage(content="later")])  # still usable
+    await store.aclose()
+
+
+def test_sqlite_a_negative_busy_timeout_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match=r"busy_timeout=-1.*>= 0"):
+        SqliteStorage(busy_timeout=-1)
+
+
+async def test_sqlite_file_checkpoints_in_a_worker_so_the_wal_stays_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "pai.db"
+    store = SqliteStorage(path)
+    await store.create_thread(thread("t1"))
+    checkpoints: list[str] = []
+    original = store._checkpoint
+
+    def spy(connection: sqlite3.Connection) -> None:
+        checkpoints.append(threading.current_thread().name)
+        original(connection)
+
+    monkeypatch.setattr(store, "_checkpoint", spy)
+    wal = anyio.Path(f"{path}-wal")
+    page = [UserMessage(content="x" * 4_000)]  # about one page per append
+
+    for _ in range(1_000):
+        await store.append_messages("t1", page)
+    size_after_one_round = (await wal.stat()).st_size
+    for _ in range(3_000):
+        await store.append_messages("t1", page)
+
+    assert len(checkpoints) >= 3
+    assert threading.current_thread().name not in checkpoints
+    # A checkpointed WAL is written again from its start, so it stops growing.
+    assert (await wal.stat()).st_size <= 2 * size_after_one_round
+    assert len(await store.get_messages("t1")) == 4_000
+    await store.aclose()
+
+
+WRITER = """
+import sqlite3, sys, time
+connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+print("ready", flush=True)
+for n in range(int(sys.argv[2])):
+    connection.execute("BEGIN IMMEDIATE")
+    (last,) = connection.execute(
+        "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = 't1'"
+    ).fetchone()
+    connection.execute(
+        "INSERT INTO messages VALUES ('t1', ?, ?)",
+        (last + 1, '{"role":"user","content":"other process %d"}' % n),
+    )
+    connection.execute("COMMIT")
+    time.sleep(0.0005)  # a steady writer, not a flood that starves every other
+"""
+
+
+async def test_sqlite_writers_in_another_process_and_this_one_lose_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pai.db"
+    store = SqliteStorage(path)
+    await store.create_thread(thread("t1"))
+    theirs = 100
+    ours = 0
+    async with await anyio.open_process(
+        [sys.executable, "-c", WRITER, str(path), str(theirs)]
+    ) as writer:
+        assert writer.stdout is not None
+        assert await writer.stdout.receive() == b"ready\n"
+        while writer.returncode is None and ours < 5_000:  # while the other process writes
+            await store.append_messages(
+                "t1",
+                [UserMessage(content=f"ours {ours} a"), UserMessage(content=f"ours {ours} b")],
+            )
+            ours += 1
+            await anyio.lowlevel.checkpoint()  # lets the loop notice the writer's exit
+        assert await writer.wait() == 0
+
+    contents = [m.content for m in await store.get_messages("t1") if isinstance(m, UserMessage)]
+    assert len(contents) == theirs + 2 * ours
+    assert [c for c in contents if c.startswith("other")] == [
+        f"other process {n}" for n in range(theirs)
+    ]
+    position = {content: index for index, content in enumerate(contents)}
+    assert all(position[f"ours {n} a"] + 1 == position[f"ours {n} b"] for n in range(ours))
     await store.aclose()
 
 

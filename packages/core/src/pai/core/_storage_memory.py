@@ -1,15 +1,21 @@
 """An in-process :class:`~pai.core._storage.Storage` kept in dicts, for tests and throwaway runs.
 
-Messages are kept as the same JSON a durable backend writes, so this backend behaves like
-:class:`~pai.core._storage_sqlite.SqliteStorage`: a message that cannot be serialized fails here
-too, and what a read returns is a fresh value the caller cannot change behind the store's back.
+It behaves like :class:`~pai.core._storage_sqlite.SqliteStorage` and costs little: a message
+that cannot be serialized fails here too, and what a read returns is a value the caller cannot
+change behind the store's back. A message with nothing mutable in it (text, an error, a scalar
+tool output) is kept as a copy, shaped as a JSON round trip shapes it, and returned as it is; one holding dicts or lists (tool call
+arguments, a structured tool output) is kept as the JSON a durable backend writes and decoded
+afresh on every read. Threads are indexed by scope and by parent, so listing and deleting cost
+what they return, not the number of threads stored.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from pai.core._errors import ThreadExistsError, ThreadNotFoundError
+from pai.core._messages import AssistantMessage, ErrorMessage, UserMessage
 from pai.core._storage_codec import decode_message, encode_message
 
 if TYPE_CHECKING:
@@ -19,6 +25,47 @@ if TYPE_CHECKING:
     from pai.core._storage import ThreadRecord
 
 __all__ = ["InMemoryStorage"]
+
+
+def _immutable(message: Message) -> bool:
+    """Whether ``message`` holds nothing anyone can change and stores exactly as it is: only
+    strings and scalars (no dict or list), and no float a JSON round trip changes (NaN,
+    infinity). Exact types, so a ``model_construct`` value of another type takes the JSON path,
+    and fails there as it would in a durable store."""
+    if isinstance(message, UserMessage):
+        return type(message.content) is str
+    if isinstance(message, ErrorMessage):
+        return all(type(v) is str for v in (message.source, message.error_type, message.message))
+    if isinstance(message, AssistantMessage):
+        return not message.tool_calls and (message.content is None or type(message.content) is str)
+    output = message.output
+    return (
+        all(type(v) is str for v in (message.tool_call_id, message.tool_name, message.content))
+        and type(message.is_error) is bool
+        and (
+            output is None
+            or type(output) in (str, int, bool)
+            or (type(output) is float and math.isfinite(output))
+        )
+    )
+
+
+_ALL_FIELDS: dict[type, set[str]] = {}
+"""Per message class, the fields set a decoded message has: every field (JSON holds them all)."""
+
+
+def _as_stored(message: Message) -> Message:
+    """``message`` as a durable store would return it: a copy whose fields set names every
+    field, as after a JSON round trip (``model_dump(exclude_unset=True)`` agrees across stores).
+    One set per class serves every copy; frozen models never change it."""
+    full = _ALL_FIELDS.get(type(message))
+    if full is None:
+        full = _ALL_FIELDS[type(message)] = set(type(message).model_fields)
+    if message.__pydantic_fields_set__ == full:
+        return message
+    stored = message.__copy__()
+    object.__setattr__(stored, "__pydantic_fields_set__", full)
+    return stored
 
 
 def thread_exists_message(thread_id: str) -> str:
@@ -51,6 +98,16 @@ def parent_first(root_id: str, subtree: Iterable[tuple[str, str | None, int]]) -
     return order
 
 
+class _Thread:
+    __slots__ = ("messages", "record", "seq")
+
+    def __init__(self, record: ThreadRecord, seq: int) -> None:
+        self.record = record
+        self.seq = seq
+        self.messages: list[Message | str | bytes] = []
+        """Each message as it is (immutable ones) or as its stored JSON."""
+
+
 class InMemoryStorage:
     """Threads and messages in process memory; everything is gone when the object is.
 
@@ -69,23 +126,28 @@ class InMemoryStorage:
     def __init__(self) -> None:
         self.reads: int = 0
         """How many times :meth:`get_thread` has been called."""
-        self._threads: dict[str, tuple[ThreadRecord, int]] = {}
-        self._messages: dict[str, list[str | bytes]] = {}
+        self._threads: dict[str, _Thread] = {}
+        # Ids in creation order (dicts keep insertion order; the values are unused).
+        self._by_listing: dict[tuple[str, str | None], dict[str, None]] = {}
+        self._children: dict[str, dict[str, None]] = {}
         self._next_seq = 0
 
     async def create_thread(self, record: ThreadRecord) -> None:
         """Store a new thread. Raises :class:`ThreadExistsError` if ``record.id`` is taken."""
         if record.id in self._threads:
             raise ThreadExistsError(thread_exists_message(record.id))
-        self._threads[record.id] = (record, self._next_seq)
-        self._messages[record.id] = []
+        self._threads[record.id] = _Thread(record, self._next_seq)
         self._next_seq += 1
+        listing = (record.scope_key, record.parent_thread_id)
+        self._by_listing.setdefault(listing, {})[record.id] = None
+        if record.parent_thread_id is not None:
+            self._children.setdefault(record.parent_thread_id, {})[record.id] = None
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         """The thread with this id, or ``None``. Counts one read in :attr:`reads`."""
         self.reads += 1
         entry = self._threads.get(thread_id)
-        return None if entry is None else entry[0]
+        return None if entry is None else entry.record
 
     async def delete_thread(self, thread_id: str) -> Sequence[str]:
         """Delete the thread, its descendants and their messages; return the ids, parent first.
@@ -94,35 +156,50 @@ class InMemoryStorage:
         """
         if thread_id not in self._threads:
             return ()
-        subtree = [
-            (record.id, record.parent_thread_id, seq) for record, seq in self._threads.values()
-        ]
+        subtree: list[tuple[str, str | None, int]] = []
+        seen = {thread_id}
+        pending = [thread_id]
+        while pending:
+            entry = self._threads[pending.pop()]
+            subtree.append((entry.record.id, entry.record.parent_thread_id, entry.seq))
+            for child_id in self._children.get(entry.record.id, ()):
+                if child_id not in seen:
+                    seen.add(child_id)
+                    pending.append(child_id)
         doomed = parent_first(thread_id, subtree)
         for doomed_id in doomed:
-            del self._threads[doomed_id]
-            del self._messages[doomed_id]
+            record = self._threads.pop(doomed_id).record
+            listing = (record.scope_key, record.parent_thread_id)
+            del self._by_listing[listing][doomed_id]
+            if not self._by_listing[listing]:
+                del self._by_listing[listing]
+            self._children.pop(doomed_id, None)
+            if record.parent_thread_id is not None:
+                siblings = self._children.get(record.parent_thread_id)
+                if siblings is not None:
+                    siblings.pop(doomed_id, None)
+                    if not siblings:
+                        del self._children[record.parent_thread_id]
         return tuple(doomed)
 
     async def list_threads(
         self, scope_key: str, *, parent_thread_id: str | None = None
     ) -> Sequence[ThreadRecord]:
         """Threads of a scope, oldest first: top-level ones, or the children of a parent."""
-        return tuple(
-            record
-            for record, _ in self._threads.values()
-            if record.scope_key == scope_key and record.parent_thread_id == parent_thread_id
-        )
+        ids = self._by_listing.get((scope_key, parent_thread_id), ())
+        return tuple(self._threads[thread_id].record for thread_id in ids)
 
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
         """Append all of ``messages`` to the thread, or none of them if any fails to serialize.
 
         Raises :class:`ThreadNotFoundError` if the thread does not exist.
         """
-        stored = self._messages.get(thread_id)
-        if stored is None:
+        entry = self._threads.get(thread_id)
+        if entry is None:
             raise ThreadNotFoundError(thread_id)
-        encoded = [encode_message(message) for message in messages]
-        stored.extend(encoded)
+        entry.messages.extend(
+            [_as_stored(m) if _immutable(m) else encode_message(m) for m in messages]
+        )
 
     async def get_messages(self, thread_id: str, *, start: int = 0) -> Sequence[Message]:
         """The thread's messages from index ``start`` on, in the order appended; ``()`` for an
@@ -132,8 +209,13 @@ class InMemoryStorage:
                 f"get_messages(start={start!r}): start is a count of messages already read and "
                 "must be >= 0; pass 0 to read the whole thread"
             )
-        stored = self._messages.get(thread_id, ())
-        return tuple(decode_message(raw) for raw in stored[start:])
+        entry = self._threads.get(thread_id)
+        if entry is None:
+            return ()
+        return tuple(
+            decode_message(stored) if isinstance(stored, str | bytes) else stored
+            for stored in entry.messages[start:]
+        )
 
     async def aclose(self) -> None:
         """Nothing to release: the storage stays usable and keeps its data."""

@@ -29,6 +29,7 @@ wait on the disk inline; reads of what a runtime just wrote come from the page c
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["SqliteStorage"]
 
 _T = TypeVar("_T")
+_log = logging.getLogger("pai.core.storage")
 
 _SCHEMA_VERSION: Final = 1
 
@@ -254,16 +256,30 @@ class SqliteStorage:
             return result
 
     def _checkpoint(self, connection: sqlite3.Connection) -> None:
-        """Copy the WAL into the database and sync it (PASSIVE: never waits for readers)."""
-        connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        """Copy the WAL into the database and sync it (PASSIVE: never waits for readers).
+
+        The call that triggered it has committed already, so a failure here is logged, not
+        raised, and the checkpoint is tried again after as many pages more.
+        """
         self._unsynced_pages = 0
+        try:
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as error:
+            _log.warning(
+                "checkpointing the SQLite database at %r failed (%s: %s); its WAL file keeps "
+                "growing until a checkpoint succeeds. Check the disk and the file's permissions",
+                self.path,
+                type(error).__name__,
+                error,
+            )
 
     async def _call(self, operation: Callable[[sqlite3.Connection], _T], *, pages: int = 0) -> _T:
         """Run ``operation`` inline when that cannot wait on a lock, else in a worker thread.
 
         ``pages`` estimates how many pages a write adds to the WAL, to schedule checkpoints.
         """
-        self._unsynced_pages += pages
+        if self._file:
+            self._unsynced_pages += pages
         connection = self._connection
         if (
             connection is not None
