@@ -37,9 +37,19 @@ _POSITION = (
 _INSERT = "INSERT INTO messages (thread_id, seq, json) VALUES (?, ?, ?)"
 
 
-def _raw_connection(path: str) -> sqlite3.Connection:
-    """A connection set up as SqliteStorage sets up its own, over a database it created."""
+async def _raw_connection(path: str, folder: Path) -> sqlite3.Connection:
+    """A raw connection set up as SqliteStorage sets up its own, over the schema it creates (a
+    storage creates it in a scratch file, copied into an in-process database when ``path`` is
+    ``":memory:"``), holding one thread."""
+    scratch = folder / "schema.db"
+    creator = SqliteStorage(path if path != ":memory:" else scratch)
+    await creator.create_thread(ThreadRecord(id="t1", scope_key="bench", agent_name="bench"))
+    await creator.aclose()
     connection = sqlite3.connect(path, isolation_level=None)
+    if path == ":memory:":
+        source = sqlite3.connect(scratch)
+        source.backup(connection)
+        source.close()
     connection.execute("PRAGMA foreign_keys = ON")
     if path != ":memory:":
         connection.execute("PRAGMA journal_mode = WAL")
@@ -71,10 +81,9 @@ async def _storage_appends(storage: SqliteStorage, thread_id: str, n: int) -> fl
     return (time.perf_counter() - start) / n
 
 
-async def _compare(label: str, storage_path: str, raw_path: str) -> None:
+async def _compare(label: str, storage_path: str, raw_path: str, folder: Path) -> None:
     storage = SqliteStorage(storage_path)
-    raw = _raw_connection(raw_path)
-    _create_schema_like_storage(raw)
+    raw = await _raw_connection(raw_path, folder)
     await storage.create_thread(ThreadRecord(id="t1", scope_key="bench", agent_name="bench"))
     samples: dict[str, list[float]] = {"raw": [], "storage": []}
     try:
@@ -99,18 +108,6 @@ async def _compare(label: str, storage_path: str, raw_path: str) -> None:
     )
 
 
-def _create_schema_like_storage(connection: sqlite3.Connection) -> None:
-    """The schema SqliteStorage creates, and one thread, on the raw connection."""
-    from pai.core._storage_sqlite import _SCHEMA
-
-    for statement in _SCHEMA:
-        connection.execute(statement)
-    connection.execute(
-        "INSERT INTO threads (id, scope_key, agent_name, parent_thread_id, created_at, seq)"
-        " VALUES ('t1', 'bench', 'bench', NULL, '2024-01-01T00:00:00+00:00', 1)"
-    )
-
-
 async def bench_sqlite_appends() -> None:
     """SqliteStorage appends against raw sqlite3 doing the same statements (target <= 2x)."""
     backend = _backend_name()
@@ -118,10 +115,11 @@ async def bench_sqlite_appends() -> None:
         f"SqliteStorage: {APPENDS_PER_ROUND:,} single-message appends per round, median of "
         f"{ROUNDS} rounds ({backend})"
     )
-    await _compare(":memory:", ":memory:", ":memory:")
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        await _compare(":memory:", ":memory:", ":memory:", folder)
         await _compare(
-            "file (WAL, NORMAL)", str(Path(folder) / "storage.db"), str(Path(folder) / "raw.db")
+            "file (WAL, NORMAL)", str(folder / "storage.db"), str(folder / "raw.db"), folder
         )
 
 
