@@ -239,3 +239,57 @@ def test_a_built_in_scheme_needs_no_plugins_loaded() -> None:
             raise AssertionError("plugins were consulted for a built-in scheme")
 
     assert isinstance(open_storage("memory://", plugins=Exploding()), InMemoryStorage)
+
+
+# -- options and failures ---------------------------------------------------------------------
+
+
+def test_a_sqlite_url_sets_the_busy_timeout(tmp_path: Path) -> None:
+    storage = open_storage("sqlite:///threads.db?busy_timeout=12.5", base=tmp_path)
+
+    assert isinstance(storage, SqliteStorage)
+    assert storage.busy_timeout == 12.5
+    assert Path(storage.path) == tmp_path / "threads.db"
+
+
+def test_an_unknown_sqlite_option_is_an_error_naming_it_and_the_valid_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"'timeout'.*busy_timeout") as caught:
+        storage_of(tmp_path, '[storage]\nurl = "sqlite:///threads.db?timeout=3"\n')
+
+    assert str(tmp_path / "pai.toml") in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
+def test_a_busy_timeout_that_is_not_a_number_of_seconds_is_an_error(value: str) -> None:
+    with pytest.raises(ConfigError, match=rf"busy_timeout='{value}'; write a number of seconds"):
+        open_storage(f"sqlite://?busy_timeout={value}")
+
+
+def test_a_sqlite_url_naming_a_folder_says_to_name_a_file(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+
+    with pytest.raises(ConfigError, match=r"is a folder; name a database file in it"):
+        open_storage("sqlite:///data", base=tmp_path)
+
+
+def test_memory_with_options_is_refused() -> None:
+    with pytest.raises(ConfigError, match="takes neither; write memory://"):
+        open_storage("memory://?size=3")
+
+
+def test_a_backend_that_fails_to_open_is_a_config_error_naming_its_distribution() -> None:
+    class Failing:
+        @hookimpl
+        def pai_storage_backends(self) -> Sequence[StorageRegistration]:
+            def factory(url: StorageURL) -> Storage:
+                raise ValueError("port must be a number")
+
+            return [StorageRegistration(scheme="failing", factory=factory)]
+
+    plugins = Plugins()
+    plugins.register(Failing(), name="failing", distribution="pai-storage-failing")
+
+    with pytest.raises(
+        ConfigError, match=r"pai-storage-failing could not open it: ValueError: port"
+    ):
+        open_storage("failing://db:x", plugins=plugins)

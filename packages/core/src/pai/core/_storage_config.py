@@ -11,6 +11,9 @@ A URL's scheme names the backend; the built-in ones are always there:
 ``memory://``              :class:`~pai.core.InMemoryStorage`
 ========================== ==============================================================
 
+A SQLite URL takes one option, ``?busy_timeout=10``: how many seconds a call waits for another
+process's lock on the database (default 5).
+
 Other schemes come from plugins, through the ``pai_storage_backends`` hook: a distribution returns
 :class:`StorageRegistration` records, and ``[storage] url = "postgresql://..."`` then opens its
 backend, without any change to pai-core. A backend's tests run
@@ -44,8 +47,27 @@ def _sqlite(url: StorageURL) -> Storage:
             "URL has none: write sqlite:///relative/path.db, sqlite:////absolute/path.db or "
             "sqlite:// for an in-process database"
         )
+    unknown = sorted(set(url.query) - {"busy_timeout"})
+    if unknown:
+        raise ConfigError(
+            f"storage URL {url.url!r} ({url.source}) has the option {unknown[0]!r}, which SQLite "
+            "storage does not take; the one option is busy_timeout (seconds to wait for another "
+            "process's lock), e.g. sqlite:///threads.db?busy_timeout=10"
+        )
+    busy_timeout = 5.0
+    if "busy_timeout" in url.query:
+        raw = url.query["busy_timeout"]
+        try:
+            busy_timeout = float(raw)
+        except ValueError:
+            busy_timeout = -1.0
+        if not busy_timeout >= 0:  # also refuses nan
+            raise ConfigError(
+                f"storage URL {url.url!r} ({url.source}) has busy_timeout={raw!r}; write a "
+                "number of seconds >= 0, e.g. busy_timeout=10"
+            ) from None
     if url.path in ("", ":memory:"):
-        return SqliteStorage(":memory:")
+        return SqliteStorage(":memory:", busy_timeout=busy_timeout)
     path = Path(url.path)
     if not path.is_absolute():
         path = url.base / path
@@ -54,16 +76,22 @@ def _sqlite(url: StorageURL) -> Storage:
             f"storage URL {url.url!r} ({url.source}) names the database {str(path)!r}, whose "
             f"folder {str(path.parent)!r} does not exist; create the folder or fix the path"
         )
-    return SqliteStorage(path)
+    if path.is_dir():
+        raise ConfigError(
+            f"storage URL {url.url!r} ({url.source}) names {str(path)!r}, which is a folder; "
+            "name a database file in it, e.g. sqlite:///"
+            + (Path(url.path) / "threads.db").as_posix()
+        )
+    return SqliteStorage(path, busy_timeout=busy_timeout)
 
 
 def _memory(url: StorageURL) -> Storage:
     from pai.core._storage_memory import InMemoryStorage
 
-    if url.netloc or url.path:
+    if url.netloc or url.path or url.query:
         raise ConfigError(
-            f"storage URL {url.url!r} ({url.source}) has a location, but memory:// storage "
-            "has none; write memory://"
+            f"storage URL {url.url!r} ({url.source}) has a location or options, but memory:// "
+            "storage takes neither; write memory://"
         )
     return InMemoryStorage()
 
@@ -142,7 +170,17 @@ def open_storage(
                 f"{', '.join(s + '://' for s in known)}. A backend for another scheme comes "
                 "from a package whose plugin registers it (pai_storage_backends)"
             )
-    return registration.factory(parsed)
+    try:
+        return registration.factory(parsed)
+    except ConfigError:
+        raise
+    except Exception as error:
+        raise ConfigError(
+            f"storage URL {url!r} ({source}): the {parsed.scheme}:// backend of "
+            f"{registration.distribution or 'a plugin'} could not open it: "
+            f"{type(error).__name__}: {error}; check the URL against that backend's "
+            "documentation"
+        ) from error
 
 
 def storage_from_config(config: PaiConfig, *, plugins: Plugins | None = None) -> Storage | None:
