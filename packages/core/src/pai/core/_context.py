@@ -53,7 +53,8 @@ class ToolEnabledInput(Generic[ContextT]):
     """What a tool's ``enabled`` predicate receives, on every model step.
 
     ``runtime_context`` is this run's runtime context (``None`` when the agent has none);
-    ``step`` counts the run's model steps from 1; ``tool_name`` is the tool's name in the agent.
+    ``step`` counts the run's model steps from 1. One value serves every predicate of a step (a
+    predicate is written for its tool, so it knows which one it decides).
     """
 
     runtime_context: ContextT
@@ -62,7 +63,6 @@ class ToolEnabledInput(Generic[ContextT]):
     user_key: str | None
     identity: object
     agent_name: str
-    tool_name: str
     step: int
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pai.core._acquisition import Acquisition
 from pai.core._admin import AdminClient, Caller, RunResult
 from pai.core._agent import Agent, InstructionsInput
-from pai.core._awaitables import resolve
+from pai.core._awaitables import maybe_await, resolve
 from pai.core._binding import CapabilityBinding, DisposeInput
 from pai.core._context import RuntimeContextInput, ToolEnabledInput
 from pai.core._errors import (
@@ -356,14 +355,30 @@ class AgentRuntime:
         with contextlib.suppress(ThreadNotFoundError):
             await self.storage.append_messages(thread_id, [message])
 
-    async def _app_hook(
-        self, thread: ThreadRecord, source: str, what: str, fn: Callable[[], object]
+    async def _app_call(
+        self,
+        agent: Agent,
+        thread: ThreadRecord,
+        source: str,
+        fn: Callable[[Any], object],
+        arg: object,
+        tool: str | None = None,
     ) -> Any:
-        """Run an app function of the run (runtime_context, instructions, a predicate): its
-        failure is recorded in the thread and raised as a RuntimeContextError."""
+        """Run an app function of the run (runtime_context, instructions, a predicate) on
+        ``arg``: its failure is recorded in the thread and raised as a RuntimeContextError.
+
+        On the hot path of every step, so the message is only written on failure.
+        """
         try:
-            return await resolve(fn())
+            value = fn(arg)
+            awaitable = maybe_await(value)
+            return value if awaitable is None else await awaitable
         except Exception as error:
+            what = (
+                f"the enabled predicate of tool {tool!r} of agent {agent.name!r}"
+                if tool is not None
+                else f"{source} of agent {agent.name!r}"
+            )
             failure = RuntimeContextError(
                 f"{what} raised {type(error).__name__}: {error}; the run in thread "
                 f"{thread.id!r} did not continue and nothing of it was saved but this error"
@@ -383,9 +398,7 @@ class AgentRuntime:
             user_key=caller.user_key,
             agent_name=agent.name,
         )
-        return await self._app_hook(
-            thread, "runtime_context", f"runtime_context of agent {agent.name!r}", lambda: fn(run)
-        )
+        return await self._app_call(agent, thread, "runtime_context", fn, run)
 
     # -- the agent loop ---------------------------------------------------------------------
 
@@ -437,30 +450,23 @@ class AgentRuntime:
         offered = self._specs[agent.name]
         if not agent.tool_enabled:
             return offered
-        disabled: set[str] = set()
+        check: ToolEnabledInput[Any] = ToolEnabledInput(
+            runtime_context=run_context,
+            thread_id=thread.id,
+            scope_key=caller.scope_key,
+            user_key=caller.user_key,
+            identity=caller.identity,
+            agent_name=agent.name,
+            step=step,
+        )
+        disabled: list[str] = []
         for name, enabled in agent.tool_enabled.items():
-            check: ToolEnabledInput[Any] = ToolEnabledInput(
-                runtime_context=run_context,
-                thread_id=thread.id,
-                scope_key=caller.scope_key,
-                user_key=caller.user_key,
-                identity=caller.identity,
-                agent_name=agent.name,
-                tool_name=name,
-                step=step,
-            )
-            verdict = await self._app_hook(
-                thread,
-                "runtime_context",
-                f"the enabled predicate of tool {name!r} of agent {agent.name!r}",
-                functools.partial(enabled, check),
-            )
-            if not verdict:
-                disabled.add(name)
+            if not await self._app_call(agent, thread, "runtime_context", enabled, check, name):
+                disabled.append(name)
         if not disabled:
             return offered
         specs = tuple(spec for spec in offered[0] if spec.name not in disabled)
-        return specs, offered[1] - disabled
+        return specs, offered[1].difference(disabled)
 
     async def _loop(
         self, agent: Agent, thread: ThreadRecord, caller: Caller, staged: list[Message]
@@ -473,15 +479,11 @@ class AgentRuntime:
         run_context = await self._runtime_context(agent, thread, caller)
         instructions = agent.instructions
         if not isinstance(instructions, str):
-            fn = instructions
             run_input: InstructionsInput[Any] = InstructionsInput(
                 thread.id, caller.scope_key, caller.identity, caller.user_key, run_context
             )
-            instructions = await self._app_hook(
-                thread,
-                "instructions",
-                f"instructions of agent {agent.name!r}",
-                lambda: fn(run_input),
+            instructions = await self._app_call(
+                agent, thread, "instructions", instructions, run_input
             )
         history = await self._history.read(self.storage, thread)
         written: list[Message] = []
