@@ -16,21 +16,19 @@ Subclass :class:`StorageConformance` in a test module of your package and implem
   deletes of one id take effect once;
 - the root walk: following ``parent_thread_id`` through ``get_thread`` reaches the root;
 - every Python ``str``, lone surrogates included, round-trips exactly and stays distinct;
-- ``aclose``, and, for a durable backend (``durable = True``), that a new instance reads what a
-  closed one wrote.
+- ``aclose``, and, for a durable backend (one that implements :meth:`~StorageConformance.reopen`),
+  that a new instance reads what a closed one wrote.
 
 Example::
 
     from pai.core.testing import StorageConformance
 
     class TestPostgresStorage(StorageConformance):
-        durable = True
-
         async def create_storage(self):
             self.dsn = await fresh_database()
             return PostgresStorage(self.dsn)
 
-        def reopen_storage(self, storage):
+        def reopen(self, storage):
             return PostgresStorage(self.dsn)
 
 Each test gets a fresh storage from :meth:`~StorageConformance.create_storage` (sync or async)
@@ -120,11 +118,15 @@ def _ids(records: Sequence[ThreadRecord]) -> list[str]:
 
 
 class StorageConformance:
-    """Subclass and implement :meth:`create_storage` (and, for a durable backend, set
-    ``durable = True`` and implement :meth:`reopen_storage`)."""
+    """Subclass and implement :meth:`create_storage` (and, for a durable backend, :meth:`reopen`).
 
-    durable: ClassVar[bool] = False
-    """Whether data outlives the instance: then a new instance must read what a closed one wrote."""
+    Example::
+
+        class TestMyStorage(StorageConformance):
+            def create_storage(self):
+                return MyStorage()
+    """
+
     concurrent_writers: ClassVar[int] = 50
     """How many concurrent appends the concurrency tests make."""
 
@@ -143,11 +145,12 @@ class StorageConformance:
             "empty storage"
         )
 
-    def reopen_storage(self, storage: Storage) -> Storage | Awaitable[Storage]:
-        """A new instance over the data of ``storage`` (closed by then); only for ``durable``."""
+    def reopen(self, storage: Storage) -> Storage | Awaitable[Storage]:
+        """A new instance over the data of ``storage`` (closed by then), for a durable backend
+        (sync or async). Not implemented: the durability tests skip, saying so."""
         raise NotImplementedError(
-            "implement reopen_storage(storage) in your StorageConformance subclass (durable = "
-            "True): return a new instance over the same data, e.g. the same path or database"
+            "implement reopen(storage) in your StorageConformance subclass: return a new "
+            "instance over the same data, e.g. the same path or database"
         )
 
     @pytest.fixture
@@ -700,8 +703,11 @@ class StorageConformance:
         await store.aclose()
 
     async def test_a_new_instance_reads_what_a_closed_one_wrote(self) -> None:
-        if not self.durable:
-            pytest.skip("this backend is not durable (durable = False): nothing outlives it")
+        if type(self).reopen is StorageConformance.reopen:
+            pytest.skip(
+                f"{type(self).__name__} does not implement reopen(storage), so durability is not "
+                "checked; implement it (a new instance over the same data) for a durable backend"
+            )
         created_at = datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
         first = await resolve(self.create_storage())
         await first.create_thread(
@@ -711,7 +717,7 @@ class StorageConformance:
         await first.append_messages("p", ONE_OF_EACH)
         await first.aclose()
 
-        second = await resolve(self.reopen_storage(first))
+        second = await resolve(self.reopen(first))
         try:
             assert await second.get_thread("p") == ThreadRecord(
                 id="p", scope_key="acme", agent_name="lead", created_at=created_at
@@ -728,7 +734,7 @@ class StorageConformance:
         finally:
             await second.aclose()
 
-        third = await resolve(self.reopen_storage(second))
+        third = await resolve(self.reopen(second))
         try:
             assert await third.get_thread("p") is None, "a delete did not outlive the instance"
             assert _ids(await third.list_threads("acme")) == ["d"]
