@@ -11,6 +11,8 @@ import pytest
 from pai.core import InMemoryStorage, SqliteStorage, Storage
 from pai.core.testing import StorageConformance
 
+pytest_plugins = ["pytester"]
+
 
 class TestInMemoryStorage(StorageConformance):
     def create_storage(self) -> Storage:
@@ -164,99 +166,99 @@ class TestWithoutReopen(StorageConformance):
 """
 
 
-class _Failures:
-    """Collects the failed tests of the inner session: test name -> class, and their reports."""
+class _Outcome:
+    """What the suite did to one broken store's class: failed and skipped test names."""
 
     def __init__(self) -> None:
-        self.failed: dict[str, set[str]] = {}
         self.passed = 0
+        self.failed: set[str] = set()
+        self.skipped: dict[str, str] = {}
         self.reports: list[str] = []
-        self.skipped: dict[str, dict[str, str]] = {}
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        *_, cls, test = report.nodeid.split("::")
-        if report.skipped:
+
+_outcomes: dict[str, _Outcome] = {}
+"""Per broken store's class, from the one inner run that the first test to ask makes."""
+
+
+def run_suite(pytester: pytest.Pytester, class_name: str) -> _Outcome:
+    """The suite's outcome on one broken store's class (all run once, on asyncio, for speed)."""
+    if not _outcomes:
+        pytester.makepyfile(test_broken_stores=BROKEN_STORES)
+        recorder = pytester.inline_run("-k", "asyncio", "-p", "no:cacheprovider")
+        passed, skipped, failed = recorder.listoutcomes()
+        for report in passed:
+            _outcome_of(report).passed += 1
+        for report in failed:
+            _outcome_of(report).failed.add(_test_name(report))
+            _outcome_of(report).reports.append(report.longreprtext)
+        for report in skipped:
             reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
-            self.skipped.setdefault(cls, {})[test.split("[")[0]] = reason
-            return
-        if report.when != "call" and not report.failed:
-            return
-        if report.failed:
-            self.failed.setdefault(cls, set()).add(test.split("[")[0])
-            self.reports.append(report.longreprtext)
-        elif report.when == "call" and report.passed:
-            self.passed += 1
+            _outcome_of(report).skipped[_test_name(report)] = reason
+    outcome = _outcomes[class_name]
+    assert outcome.passed > 0, f"the suite ran no passing test on {class_name}"
+    return outcome
 
 
-@pytest.fixture(scope="module")
-def broken(tmp_path_factory: pytest.TempPathFactory) -> _Failures:
-    """The suite run once against every broken store, on asyncio."""
-    folder = tmp_path_factory.mktemp("broken")
-    (folder / "test_broken_stores.py").write_text(BROKEN_STORES, encoding="utf-8")
-    (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    failures = _Failures()
-    options = ["-c", str(folder / "pytest.ini"), "--rootdir", str(folder), "-q", "-k", "asyncio"]
-    pytest.main(
-        [str(folder), *options, "-p", "anyio", "-p", "no:cacheprovider"], plugins=[failures]
-    )
-    assert failures.passed > 0, "the broken stores' suite ran no test"
-    return failures
+def _outcome_of(report: pytest.TestReport | pytest.CollectReport) -> _Outcome:
+    return _outcomes.setdefault(report.nodeid.split("::")[-2], _Outcome())
 
 
-def test_suite_catches_appends_that_are_not_atomic(broken: _Failures) -> None:
-    assert broken.failed["TestNotAtomic"] == {
+def _test_name(report: pytest.TestReport | pytest.CollectReport) -> str:
+    return report.nodeid.split("::")[-1].split("[")[0]
+
+
+def test_suite_catches_appends_that_are_not_atomic(pytester: pytest.Pytester) -> None:
+    assert run_suite(pytester, "TestNotAtomic").failed == {
         "test_a_batch_with_an_unserializable_message_stores_none_of_it"
     }
 
 
-def test_suite_catches_batches_that_interleave_under_concurrency(broken: _Failures) -> None:
+def test_suite_catches_batches_that_interleave_under_concurrency(pytester: pytest.Pytester) -> None:
     assert {
         "test_concurrent_appends_to_one_thread_lose_nothing_and_keep_each_batch_whole",
         "test_a_batch_with_an_unserializable_message_stores_none_of_it",
-    } <= broken.failed["TestInterleaving"]
+    } <= run_suite(pytester, "TestInterleaving").failed
 
 
-def test_suite_catches_a_delete_that_leaves_descendants(broken: _Failures) -> None:
+def test_suite_catches_a_delete_that_leaves_descendants(pytester: pytest.Pytester) -> None:
     assert {
         "test_delete_removes_descendants_at_any_depth_and_their_messages_parent_first",
         "test_deleting_a_child_leaves_its_parent",
-    } <= broken.failed["TestShallowDelete"]
+    } <= run_suite(pytester, "TestShallowDelete").failed
 
 
-def test_suite_catches_reads_that_ignore_start(broken: _Failures) -> None:
+def test_suite_catches_reads_that_ignore_start(pytester: pytest.Pytester) -> None:
     assert {
         "test_get_messages_from_start_returns_only_what_follows",
         "test_get_messages_with_a_negative_start_is_a_value_error",
         "test_an_incremental_reader_sees_every_message_once_in_order_during_appends",
-    } <= broken.failed["TestIgnoresStart"]
+    } <= run_suite(pytester, "TestIgnoresStart").failed
 
 
-def test_suite_catches_a_lossy_string_encoding(broken: _Failures) -> None:
-    assert broken.failed["TestLossy"] == {
+def test_suite_catches_a_lossy_string_encoding(pytester: pytest.Pytester) -> None:
+    assert run_suite(pytester, "TestLossy").failed == {
         "test_lone_surrogates_round_trip_exactly_in_every_field",
         "test_ids_differing_only_by_characters_a_lossy_encoding_merges_stay_distinct",
     }
 
 
-def test_suite_catches_list_threads_out_of_creation_order(broken: _Failures) -> None:
-    assert (
-        "test_list_threads_returns_top_level_threads_of_the_scope_in_creation_order"
-        in (broken.failed["TestSortsById"])
+def test_suite_catches_list_threads_out_of_creation_order(pytester: pytest.Pytester) -> None:
+    assert "test_list_threads_returns_top_level_threads_of_the_scope_in_creation_order" in (
+        run_suite(pytester, "TestSortsById").failed
     )
 
 
-def test_suite_catches_a_store_that_keeps_the_callers_objects(broken: _Failures) -> None:
+def test_suite_catches_a_store_that_keeps_the_callers_objects(pytester: pytest.Pytester) -> None:
     assert {
         "test_stored_messages_do_not_change_when_the_caller_mutates_its_values",
         "test_messages_read_are_not_changed_by_a_reader_mutating_an_earlier_read",
-    } <= broken.failed["TestKeepsObjects"]
+    } <= run_suite(pytester, "TestKeepsObjects").failed
 
 
 def test_suite_skips_durability_saying_why_when_reopen_is_not_implemented(
-    broken: _Failures,
+    pytester: pytest.Pytester,
 ) -> None:
-    assert "TestWithoutReopen" not in broken.failed
-    reason = broken.skipped["TestWithoutReopen"][
-        "test_a_new_instance_reads_what_a_closed_one_wrote"
-    ]
+    outcome = run_suite(pytester, "TestWithoutReopen")
+    assert outcome.failed == set()
+    reason = outcome.skipped["test_a_new_instance_reads_what_a_closed_one_wrote"]
     assert "does not implement reopen(storage)" in reason
