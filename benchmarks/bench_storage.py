@@ -108,9 +108,8 @@ async def _compare(label: str, storage_path: str, raw_path: str, folder: Path) -
     )
 
 
-async def bench_sqlite_appends() -> None:
+async def bench_sqlite_appends(backend: str) -> None:
     """SqliteStorage appends against raw sqlite3 doing the same statements (target <= 2x)."""
-    backend = _backend_name()
     print(
         f"SqliteStorage: {APPENDS_PER_ROUND:,} single-message appends per round, median of "
         f"{ROUNDS} rounds ({backend})"
@@ -123,13 +122,7 @@ async def bench_sqlite_appends() -> None:
         )
 
 
-def _backend_name() -> str:
-    import sniffio
-
-    return sniffio.current_async_library()
-
-
 if __name__ == "__main__":
     backends = sys.argv[1:] or ["asyncio", "trio"]
     for name in backends:
-        anyio.run(bench_sqlite_appends, backend=name)
+        anyio.run(bench_sqlite_appends, name, backend=name)
