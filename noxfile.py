@@ -47,10 +47,15 @@ def _local_closure(package: str) -> list[str]:
         project = _pyproject(folder)["project"]
         assert isinstance(project, dict)
         for requirement in project.get("dependencies", []):
-            name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
+            name = _name(requirement)
             if name in PACKAGES:
                 todo.append(PACKAGES[name])
     return seen
+
+
+def _name(requirement: str) -> str:
+    """The distribution name of a requirement string (``"pai-core==0.1.0"`` -> ``"pai-core"``)."""
+    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
 
 
 @nox.session(python=PYTHON)
@@ -62,8 +67,13 @@ def tests(session: nox.Session, package: str) -> None:
     DOCKER_HOST (set by .ci/run and scripts/with-docker.sh) reach the Docker provider's tests.
     """
     pyproject = _pyproject(package)
-    editable = [arg for folder in _local_closure(package) for arg in ("-e", f"packages/{folder}")]
-    session.install(*editable, *nox.project.dependency_groups(pyproject, "test"))
+    group = nox.project.dependency_groups(pyproject, "test")
+    # Workspace packages in the test group (pai-skills tests against pai-sandbox-inmemory) are
+    # installed from their folders, with what they need: they are not on any index.
+    local = [package, *(PACKAGES[_name(req)] for req in group if _name(req) in PACKAGES)]
+    folders = list(dict.fromkeys(f for each in local for f in _local_closure(each)))
+    editable = [arg for folder in folders for arg in ("-e", f"packages/{folder}")]
+    session.install(*editable, *(req for req in group if _name(req) not in PACKAGES))
     # pytest exits 5 when it collects no test; nox treats that as a failure, as it should.
     session.run("pytest", f"packages/{package}/tests", *session.posargs)
 
