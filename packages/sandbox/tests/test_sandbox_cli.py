@@ -31,8 +31,8 @@ from pai.sandbox import (
     SandboxProviderRegistration,
     UnknownProviderError,
 )
-from pai.sandbox import _cli as sandbox_cli
-from pai.sandbox._cli import format_age, parse_duration
+from pai.sandbox._cli import _sandboxes as sandbox_cli
+from pai.sandbox._cli._sandboxes import format_age, parse_duration
 from pai.sandbox._plugin import configured_provider
 
 ANSI = "\x1b["
