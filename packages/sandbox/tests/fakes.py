@@ -18,7 +18,10 @@
   :meth:`~RecordingProvider.wait_for_creates` / :meth:`~RecordingProvider.wait_for_destroys`
   wait (without sleeping) until that many calls have started;
 - :attr:`RecordingProvider.born_vanished` makes every new instance vanish at once, for a backend
-  that keeps losing its instances.
+  that keeps losing its instances;
+- ``read_file`` records each ``max_bytes`` in :attr:`RecordingProvider.read_limits` and raises
+  :class:`~pai.sandbox.SandboxFileTooLargeError` over it, unless
+  :attr:`RecordingProvider.ignores_read_limit` plays a lax provider that returns the whole file.
 
 It is not a sandbox and is not exported; the real providers live in their own packages.
 """
@@ -44,6 +47,7 @@ from pai.sandbox import (
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
+    SandboxFileTooLargeError,
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
     SandboxVanishedError,
@@ -191,13 +195,16 @@ class FakeInstance:
             truncated=reply.truncated,
         )
 
-    async def read_file(self, path: str) -> bytes:
+    async def read_file(self, path: str, *, max_bytes: int) -> bytes:
         await self._enter("read_file", path)
+        self._provider.read_limits.append(max_bytes)
         node = self._lookup(path)
         if node is None:
             raise SandboxFileNotFoundError(path)
         if not isinstance(node, FakeFile):
             raise SandboxIsADirectoryError(path)
+        if len(node.content) > max_bytes and not self._provider.ignores_read_limit:
+            raise SandboxFileTooLargeError(path, size=len(node.content), limit=max_bytes)
         return node.content
 
     async def write_files(self, files: Sequence[FileWrite]) -> None:
@@ -267,6 +274,8 @@ class RecordingProvider:
     destroys: list[str] = field(default_factory=list[str])
     aclose_calls: int = 0
     runs: list[RecordedRun] = field(default_factory=list[RecordedRun])
+    read_limits: list[int] = field(default_factory=list[int])
+    ignores_read_limit: bool = False
     replies: deque[Reply] = field(default_factory=deque[Reply])
     creating_now: int = 0
     most_creating_at_once: int = 0

@@ -22,6 +22,7 @@ from fakes import RecordingProvider
 from pydantic import BaseModel
 
 from pai.core import (
+    AcquireInput,
     ConfigError,
     PaiConfig,
     ToolContext,
@@ -348,3 +349,26 @@ def test_running_on_the_embedded_default_is_announced_once_at_warning(
     assert len(warnings) == 1
     assert warnings[0].levelname == "WARNING"
     assert "[capabilities.sandbox]" in warnings[0].getMessage()
+
+
+def test_the_read_limit_comes_from_configuration(fake: ModuleType, tmp_path: Path) -> None:
+    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\nread_limit = 4096\n')
+
+    facade = bind(config).acquire(
+        AcquireInput("some-key", "sandbox", "thread", "t-1", None, "acme", None, None)
+    )
+
+    assert facade.read_limit == 4096
+
+
+def test_a_read_limit_below_one_byte_in_configuration_names_the_option(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\nread_limit = 0\n')
+
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+
+    message = str(caught.value)
+    assert "capabilities.sandbox.read_limit = 0" in message
+    assert "greater than or equal to 1" in message

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import pickle
+import re
 from types import ModuleType
 
 import pytest
@@ -16,6 +18,7 @@ from pai.sandbox import (
     SandboxError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
+    SandboxFileTooLargeError,
     SandboxInputError,
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
@@ -81,6 +84,7 @@ ERRORS: list[tuple[type[SandboxError], tuple[type[BaseException], ...]]] = [
     (SandboxNotADirectoryError, (NotADirectoryError, OSError)),
     (SandboxFileExistsError, (FileExistsError, OSError)),
     (SandboxDirectoryNotEmptyError, (OSError,)),
+    (SandboxFileTooLargeError, (OSError,)),
     (SandboxVanishedError, ()),
     (SandboxClosedError, (RuntimeError,)),
     (SandboxProviderError, (RuntimeError,)),
@@ -121,6 +125,41 @@ def test_file_errors_can_add_a_detail() -> None:
     raised = SandboxFileNotFoundError("/workspace/a", "the parent folder is missing")
     assert str(raised).endswith("(the parent folder is missing)")
     assert raised.filename == "/workspace/a"
+
+
+def test_the_file_too_large_error_carries_path_size_and_limit_and_names_the_option() -> None:
+    raised = SandboxFileTooLargeError("/workspace/big.bin", size=2049, limit=2048)
+    assert (raised.path, raised.filename, raised.size, raised.limit) == (
+        "/workspace/big.bin",
+        "/workspace/big.bin",
+        2049,
+        2048,
+    )
+    assert raised.errno == errno.EFBIG
+    message = str(raised)
+    for part in ("'/workspace/big.bin'", "2049 bytes", "2048 bytes", "read_limit"):
+        assert part in message
+    assert "[Errno" not in message
+
+
+def test_the_file_too_large_error_survives_pickling() -> None:
+    raised = pickle.loads(
+        pickle.dumps(SandboxFileTooLargeError("/workspace/big.bin", size=2, limit=1))
+    )
+    assert isinstance(raised, SandboxFileTooLargeError)
+    assert (raised.path, raised.size, raised.limit) == ("/workspace/big.bin", 2, 1)
+
+
+def test_the_error_tree_drawn_in_the_errors_module_names_every_error() -> None:
+    import pai.sandbox._errors as errors
+
+    drawn = set(re.findall(r"(?:└──|├──) (\w+)", errors.__doc__ or ""))
+    defined = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, SandboxError) and name[0] != "_"
+    }
+    assert defined == drawn
 
 
 def test_except_file_not_found_error_catches_the_sandbox_error() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -11,10 +12,12 @@ from fakes import RecordingProvider, Reply
 
 from pai.sandbox import (
     DEFAULT_OUTPUT_LIMIT,
+    DEFAULT_READ_LIMIT,
     DEFAULT_TIMEOUT,
     FileWrite,
     Sandbox,
     SandboxFileNotFoundError,
+    SandboxFileTooLargeError,
     SandboxInputError,
     SandboxPathError,
     SandboxVanishedError,
@@ -103,7 +106,8 @@ BAD_PATH_CASES = [
     pytest.param(operation, bad, id=f"{operation}-{name}")
     for operation in OPERATIONS
     for name, bad in BAD_PATHS.items()
-    if not (operation == "run_command cwd" and bad is None)  # None: the default cwd
+    # None is the default cwd; a cwd of another type is a SandboxInputError (tested below).
+    if not (operation == "run_command cwd" and not isinstance(bad, str))
 ]
 
 
@@ -184,17 +188,25 @@ async def test_non_string_env_values_are_refused(provider: RecordingProvider) ->
 
 @pytest.mark.parametrize(
     ("stdin", "expected"),
-    [("héllo\n", "héllo\n".encode()), (b"\xff\x00raw", b"\xff\x00raw"), ("", b"")],
+    [(b"\xff\x00raw", b"\xff\x00raw"), (b"", b""), (bytearray(b"ab"), b"ab")],
+    ids=["bytes", "empty", "bytearray"],
 )
-async def test_stdin_is_passed_as_bytes_and_text_is_encoded_as_utf8(
-    provider: RecordingProvider, stdin: str | bytes, expected: bytes
+async def test_stdin_bytes_are_passed_unchanged(
+    provider: RecordingProvider, stdin: bytes, expected: bytes
 ) -> None:
     await make_sandbox(provider).run_command("cat", stdin=stdin)
     assert provider.runs[0].stdin == expected
+    assert type(provider.runs[0].stdin) is bytes
+
+
+async def test_text_stdin_is_refused_with_how_to_encode_it(provider: RecordingProvider) -> None:
+    with pytest.raises(SandboxInputError, match=r"stdin must be bytes.*\.encode\(\)"):
+        await make_sandbox(provider).run_command("cat", stdin="héllo\n")  # type: ignore[arg-type]
+    assert provider.log == []
 
 
 async def test_stdin_of_another_type_is_refused(provider: RecordingProvider) -> None:
-    with pytest.raises(SandboxInputError, match="bytes or str"):
+    with pytest.raises(SandboxInputError, match="stdin must be bytes or None"):
         await make_sandbox(provider).run_command("cat", stdin=123)  # type: ignore[arg-type]
     assert provider.log == []
 
@@ -216,12 +228,59 @@ async def test_a_default_timeout_of_none_means_no_timeout(provider: RecordingPro
     assert provider.runs[0].timeout is None
 
 
-@pytest.mark.parametrize("timeout", [0, -1, -0.5, float("nan")])
-async def test_non_positive_timeouts_are_refused(
+@pytest.mark.parametrize("timeout", [0, -1, -0.5, float("nan"), float("inf")])
+async def test_non_positive_or_infinite_timeouts_are_refused(
     provider: RecordingProvider, timeout: float
 ) -> None:
-    with pytest.raises(SandboxInputError, match="timeout"):
+    with pytest.raises(SandboxInputError, match="timeout must be positive"):
         await make_sandbox(provider).run_command("true", timeout=timeout)
+    assert provider.log == []
+
+
+@pytest.mark.parametrize("timeout", ["5", b"5", True, [5]], ids=["str", "bytes", "bool", "list"])
+async def test_a_timeout_that_is_not_a_number_is_refused_naming_it(
+    provider: RecordingProvider, timeout: object
+) -> None:
+    with pytest.raises(SandboxInputError, match="timeout must be a number of seconds or None"):
+        await make_sandbox(provider).run_command("true", timeout=timeout)  # type: ignore[arg-type]
+    assert provider.log == []
+
+
+async def test_an_integer_timeout_is_accepted(provider: RecordingProvider) -> None:
+    await make_sandbox(provider).run_command("true", timeout=3)
+    assert provider.runs[0].timeout == 3
+
+
+@pytest.mark.parametrize("cwd", [42, b"/workspace", ["src"]], ids=["int", "bytes", "list"])
+async def test_a_cwd_that_is_not_a_str_is_refused_naming_it(
+    provider: RecordingProvider, cwd: object
+) -> None:
+    with pytest.raises(SandboxInputError, match="cwd must be a str path or None"):
+        await make_sandbox(provider).run_command("pwd", cwd=cwd)  # type: ignore[arg-type]
+    assert provider.log == []
+
+
+@pytest.mark.parametrize("env", [["A=1"], "A=1", 5], ids=["list", "str", "int"])
+async def test_an_env_that_is_not_a_mapping_is_refused_naming_it(
+    provider: RecordingProvider, env: object
+) -> None:
+    with pytest.raises(SandboxInputError, match="env must be a mapping"):
+        await make_sandbox(provider).run_command("env", env=env)  # type: ignore[arg-type]
+    assert provider.log == []
+
+
+async def test_a_non_string_env_name_is_refused(provider: RecordingProvider) -> None:
+    with pytest.raises(SandboxInputError, match="env: variable name 1 "):
+        await make_sandbox(provider).run_command("env", env={1: "x"})  # type: ignore[dict-item]
+    assert provider.log == []
+
+
+@pytest.mark.parametrize("name", ["on_stdout", "on_stderr"])
+async def test_an_output_callback_that_cannot_be_called_is_refused(
+    provider: RecordingProvider, name: str
+) -> None:
+    with pytest.raises(SandboxInputError, match=name):
+        await make_sandbox(provider).run_command("true", **{name: "print"})
     assert provider.log == []
 
 
@@ -230,17 +289,39 @@ async def test_the_output_limit_is_passed(provider: RecordingProvider) -> None:
     assert provider.runs[0].output_limit == 10
 
 
+INVALID_OPTIONS: dict[str, tuple[str, object]] = {
+    "output_limit=0": ("output_limit", 0),
+    "output_limit<0": ("output_limit", -1),
+    "output_limit=str": ("output_limit", "1024"),
+    "output_limit=float": ("output_limit", 1024.0),
+    "output_limit=bool": ("output_limit", True),
+    "read_limit=0": ("read_limit", 0),
+    "read_limit<0": ("read_limit", -5),
+    "read_limit=str": ("read_limit", "64MiB"),
+    "read_limit=None": ("read_limit", None),
+    "default_timeout=0": ("default_timeout", 0),
+    "default_timeout<0": ("default_timeout", -3),
+    "default_timeout=str": ("default_timeout", "5"),
+}
+
+
 @pytest.mark.parametrize(
-    "options",
-    [{"output_limit": 0}, {"default_timeout": 0}, {"default_timeout": -3}],
-    ids=["output_limit=0", "default_timeout=0", "default_timeout<0"],
+    ("option", "value"), list(INVALID_OPTIONS.values()), ids=list(INVALID_OPTIONS)
 )
-def test_invalid_sandbox_options_are_refused(
-    provider: RecordingProvider, options: dict[str, Any]
+def test_invalid_sandbox_options_are_refused_naming_the_option(
+    provider: RecordingProvider, option: str, value: object
 ) -> None:
-    with pytest.raises(SandboxInputError):
-        make_sandbox(provider, **options)
+    with pytest.raises(SandboxInputError, match=f"^{option} must be"):
+        make_sandbox(provider, **{option: value})
     assert provider.log == []
+
+
+def test_the_limits_default_to_one_mib_of_output_and_sixty_four_mib_of_reads(
+    provider: RecordingProvider,
+) -> None:
+    sandbox = make_sandbox(provider)
+    assert (sandbox.output_limit, sandbox.read_limit) == (DEFAULT_OUTPUT_LIMIT, DEFAULT_READ_LIMIT)
+    assert (DEFAULT_OUTPUT_LIMIT, DEFAULT_READ_LIMIT) == (1024 * 1024, 64 * 1024 * 1024)
 
 
 @pytest.mark.parametrize("command", ["", "   ", "\n\t", None, 3])
@@ -488,6 +569,49 @@ async def test_provider_file_errors_reach_the_caller_unchanged(
     assert sandbox.environment_resets == 0
 
 
+async def test_read_file_passes_the_read_limit_as_max_bytes(provider: RecordingProvider) -> None:
+    sandbox = make_sandbox(provider, read_limit=1234)
+    await sandbox.write_file("f.bin", b"x" * 1234)
+    assert await sandbox.read_file("f.bin") == b"x" * 1234
+    assert provider.read_limits == [1234]
+
+
+async def test_read_file_passes_the_default_read_limit(provider: RecordingProvider) -> None:
+    sandbox = make_sandbox(provider)
+    await sandbox.write_file("f.txt", "x")
+    await sandbox.read_text("f.txt")
+    assert provider.read_limits == [DEFAULT_READ_LIMIT]
+
+
+async def test_a_file_over_the_read_limit_raises_naming_size_limit_and_option(
+    provider: RecordingProvider,
+) -> None:
+    sandbox = make_sandbox(provider, read_limit=10)
+    await sandbox.write_file("big.bin", b"x" * 11)
+    with pytest.raises(SandboxFileTooLargeError) as too_large:
+        await sandbox.read_file("big.bin")
+    error = too_large.value
+    assert (error.path, error.filename, error.size, error.limit) == (
+        "/workspace/big.bin",
+        "/workspace/big.bin",
+        11,
+        10,
+    )
+    assert error.errno == errno.EFBIG
+    for part in ("'/workspace/big.bin'", "11 bytes", "10 bytes", "read_limit"):
+        assert part in str(error)
+
+
+async def test_a_provider_ignoring_max_bytes_still_cannot_return_more_than_the_limit(
+    provider: RecordingProvider,
+) -> None:
+    provider.ignores_read_limit = True
+    sandbox = make_sandbox(provider, read_limit=10)
+    await sandbox.write_file("big.bin", b"x" * 11)
+    with pytest.raises(SandboxFileTooLargeError, match="11 bytes"):
+        await sandbox.read_file("big.bin")
+
+
 # -- repair after a vanish ---------------------------------------------------------------------
 
 
@@ -498,7 +622,7 @@ async def test_a_vanished_instance_is_replaced_and_the_command_retried_once(
     await sandbox.run_command("true")
     gone = provider.vanish(KEY)
     provider.reply(Reply(stdout=b"seed\n"))
-    result = await sandbox.run_command("cat seed.txt", cwd="sub", env={"A": "1"}, stdin="in")
+    result = await sandbox.run_command("cat seed.txt", cwd="sub", env={"A": "1"}, stdin=b"in")
     replacement = provider.live[KEY]
     assert replacement is not gone
     assert result.environment_reset

@@ -25,6 +25,7 @@ from pai.core.testing import ScriptedModel, create_test_runtime, text, tool_call
 from pai.sandbox import (
     Sandbox,
     SandboxClosedError,
+    SandboxInputError,
     SandboxPathError,
     SeedFile,
     SeedPathError,
@@ -168,13 +169,15 @@ def test_sandbox_capability_keeps_a_custom_scope(provider: RecordingProvider) ->
 
 
 def test_binding_acquire_is_a_lazy_facade_for_the_key(provider: RecordingProvider) -> None:
-    binding = sandbox_capability(provider=provider, default_timeout=9, output_limit=123)
+    binding = sandbox_capability(
+        provider=provider, default_timeout=9, output_limit=123, read_limit=456
+    )
     facade = binding.acquire(
         AcquireInput("some-key", "sandbox", "thread", "t-1", None, "acme", None, None)
     )
     assert isinstance(facade, Sandbox)
     assert facade.key == "some-key"
-    assert (facade.default_timeout, facade.output_limit) == (9, 123)
+    assert (facade.default_timeout, facade.output_limit, facade.read_limit) == (9, 123, 456)
     assert provider.log == []
 
 
@@ -251,9 +254,25 @@ def test_user_scope_without_a_user_key_is_a_binding_error(
 
 
 def test_service_facades_share_the_service_options(provider: RecordingProvider) -> None:
-    service = create_sandbox_service(provider=provider, default_timeout=None, output_limit=64)
+    service = create_sandbox_service(
+        provider=provider, default_timeout=None, output_limit=64, read_limit=128
+    )
     facade = service.acquire(scope_key="acme", thread_id="t")
-    assert (facade.default_timeout, facade.output_limit) == (None, 64)
+    assert (facade.default_timeout, facade.output_limit, facade.read_limit) == (None, 64, 128)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("read_limit", 0), ("read_limit", "64MiB"), ("output_limit", -1), ("default_timeout", "5")],
+)
+def test_bad_limits_are_refused_when_the_binding_is_built_naming_the_option(
+    provider: RecordingProvider, option: str, value: object
+) -> None:
+    with pytest.raises(SandboxInputError, match=f"^{option} must be"):
+        sandbox_capability(provider=provider, **{option: value})
+    with pytest.raises(SandboxInputError, match=f"^{option} must be"):
+        create_sandbox_service(provider=provider, **{option: value})
+    assert provider.log == []
 
 
 # -- through a real runtime ----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pai.sandbox._errors import SandboxDirectoryNotEmptyError as SandboxDirector
 from pai.sandbox._errors import SandboxError as SandboxError
 from pai.sandbox._errors import SandboxFileExistsError as SandboxFileExistsError
 from pai.sandbox._errors import SandboxFileNotFoundError as SandboxFileNotFoundError
+from pai.sandbox._errors import SandboxFileTooLargeError as SandboxFileTooLargeError
 from pai.sandbox._errors import SandboxInputError as SandboxInputError
 from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryError
 from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
@@ -38,6 +39,7 @@ from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
 from pai.sandbox._provider import SandboxInstance as SandboxInstance
 from pai.sandbox._provider import SandboxProvider as SandboxProvider
 from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
+from pai.sandbox._sandbox import DEFAULT_READ_LIMIT as DEFAULT_READ_LIMIT
 from pai.sandbox._sandbox import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from pai.sandbox._sandbox import Sandbox as Sandbox
 from pai.sandbox._sandbox import create_sandbox as create_sandbox
@@ -55,6 +57,7 @@ from pai.sandbox._types import SeedFile as SeedFile
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
     "DEFAULT_PROVIDER",
+    "DEFAULT_READ_LIMIT",
     "DEFAULT_TIMEOUT",
     "RESERVED",
     "WORKSPACE",
@@ -73,6 +76,7 @@ __all__ = [
     "SandboxError",
     "SandboxFileExistsError",
     "SandboxFileNotFoundError",
+    "SandboxFileTooLargeError",
     "SandboxHandle",
     "SandboxHookSpecs",
     "SandboxInputError",

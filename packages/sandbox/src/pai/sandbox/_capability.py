@@ -16,7 +16,14 @@ from pai.core import (
     derive_instance_key,
 )
 from pai.sandbox._provider import SandboxProvider
-from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT, Sandbox
+from pai.sandbox._sandbox import (
+    DEFAULT_OUTPUT_LIMIT,
+    DEFAULT_READ_LIMIT,
+    DEFAULT_TIMEOUT,
+    Sandbox,
+    check_limit,
+    check_timeout,
+)
 from pai.sandbox._session import SandboxSessionManager
 from pai.sandbox._types import SeedFile
 
@@ -42,11 +49,13 @@ class SandboxService:
         seed: Iterable[SeedFile],
         default_timeout: float | None,
         output_limit: int,
+        read_limit: int = DEFAULT_READ_LIMIT,
     ) -> None:
+        self._default_timeout = check_timeout("default_timeout", default_timeout)
+        self._output_limit = check_limit("output_limit", output_limit)
+        self._read_limit = check_limit("read_limit", read_limit)
         self.sessions: SandboxSessionManager = SandboxSessionManager(provider, seed=seed)
         self.scope: CapabilityScope = scope
-        self._default_timeout = default_timeout
-        self._output_limit = output_limit
         self.binding: CapabilityBinding[Sandbox] = create_capability_binding(
             capability=sandbox,
             scope=scope,
@@ -61,6 +70,7 @@ class SandboxService:
             self.sessions.handle(key),
             default_timeout=self._default_timeout,
             output_limit=self._output_limit,
+            read_limit=self._read_limit,
         )
 
     def _acquire(self, input: AcquireInput) -> Sandbox:
@@ -107,8 +117,12 @@ def create_sandbox_service(
     seed: Iterable[SeedFile] = (),
     default_timeout: float | None = DEFAULT_TIMEOUT,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    read_limit: int = DEFAULT_READ_LIMIT,
 ) -> SandboxService:
     """Sandboxes for the runtime (``.binding``) and for pipeline work (``.acquire(...)``).
+
+    The limits are those of :func:`sandbox_capability`, checked here (``SandboxInputError``
+    naming the option).
 
     Example::
 
@@ -130,6 +144,7 @@ def create_sandbox_service(
         seed=seed,
         default_timeout=default_timeout,
         output_limit=output_limit,
+        read_limit=read_limit,
     )
 
 
@@ -140,12 +155,17 @@ def sandbox_capability(
     seed: Iterable[SeedFile] = (),
     default_timeout: float | None = DEFAULT_TIMEOUT,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    read_limit: int = DEFAULT_READ_LIMIT,
 ) -> CapabilityBinding[Sandbox]:
     """The sandbox binding for a runtime: ``capabilities={"sandbox": sandbox_capability(...)}``.
 
     ``scope`` picks which operations share a sandbox (default: one per thread). ``seed`` files are
     written into every new sandbox and after every re-creation; their paths are checked here,
     before any I/O. Thread deletion destroys thread-scoped sandboxes; runtime close keeps them.
+    ``default_timeout`` (seconds, ``None`` for none) applies to commands given no timeout,
+    ``output_limit`` caps each output stream of a command (1 MiB by default), and ``read_limit``
+    is the largest file ``read_file`` transfers (64 MiB by default; a larger one raises
+    ``SandboxFileTooLargeError``). Bad values raise ``SandboxInputError`` naming the option.
 
     Example::
 
@@ -162,4 +182,5 @@ def sandbox_capability(
         seed=seed,
         default_timeout=default_timeout,
         output_limit=output_limit,
+        read_limit=read_limit,
     ).binding

@@ -10,6 +10,7 @@
         ├── SandboxNotADirectoryError      (NotADirectoryError)
         ├── SandboxFileExistsError         (FileExistsError)
         ├── SandboxDirectoryNotEmptyError  (OSError: remove() of a non-empty folder without recursive)
+        ├── SandboxFileTooLargeError       (OSError EFBIG: a file over the read limit, read_limit)
         ├── SandboxVanishedError           (the instance is gone: expired, removed, crashed)
         ├── SandboxClosedError             (RuntimeError: the session manager was closed)
         └── SandboxProviderError           (RuntimeError: the backend failed; the message says how)
@@ -90,6 +91,37 @@ class SandboxDirectoryNotEmptyError(_SandboxOSError):
     _what = (
         "directory is not empty in the sandbox; pass recursive=True to remove it and its contents"
     )
+
+
+class SandboxFileTooLargeError(SandboxError, OSError):
+    """``read_file`` of a file larger than the read limit (the facade's ``read_limit``).
+
+    Providers check the size *before* transferring the file, so the host never holds more than
+    the limit. Carries the sandbox ``path`` (also ``.filename``), the file's ``size`` and the
+    ``limit``, both in bytes.
+    """
+
+    def __init__(self, path: str, *, size: int, limit: int) -> None:
+        message = (
+            f"file {path!r} in the sandbox is {size} bytes, over the read limit of {limit} bytes "
+            "(option read_limit); read part of it with a command (head -c, tail -c, split) or "
+            "raise read_limit"
+        )
+        OSError.__init__(self, errno.EFBIG, message)
+        self.filename = path
+        self.path = path
+        self.size = size
+        self.limit = limit
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_too_large, (self.path, self.size, self.limit))
+
+
+def _too_large(path: str, size: int, limit: int) -> SandboxFileTooLargeError:
+    return SandboxFileTooLargeError(path, size=size, limit=limit)
 
 
 class SandboxVanishedError(SandboxError):

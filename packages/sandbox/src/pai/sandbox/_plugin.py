@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, cast
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pai.core import (
     CapabilityBinding,
@@ -34,7 +34,7 @@ from pai.core import (
 from pai.sandbox._capability import sandbox, sandbox_capability
 from pai.sandbox._errors import SandboxError
 from pai.sandbox._provider import SandboxProvider
-from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_TIMEOUT
+from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_READ_LIMIT, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     import click
@@ -178,8 +178,9 @@ class SandboxSettings(BaseModel):
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
 
     provider: str | None = None
-    default_timeout: float | None = DEFAULT_TIMEOUT
-    output_limit: int = DEFAULT_OUTPUT_LIMIT
+    default_timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = DEFAULT_TIMEOUT
+    output_limit: Annotated[int, Field(ge=1)] = DEFAULT_OUTPUT_LIMIT
+    read_limit: Annotated[int, Field(ge=1)] = DEFAULT_READ_LIMIT
 
 
 _told_default = False
@@ -262,6 +263,7 @@ def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> Capabilit
         scope=settings.scope or "thread",  # type: ignore[arg-type]  # checked by the binding
         default_timeout=options.default_timeout,
         output_limit=options.output_limit,
+        read_limit=options.read_limit,
     )
 
 

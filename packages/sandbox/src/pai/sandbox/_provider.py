@@ -6,33 +6,8 @@ facade builds everything else on top once: path checks, decoding, reconnect afte
 vanished, seed files, results. Run :mod:`pai.sandbox.testing`'s conformance suite against your
 provider's real backend.
 
-Contract
---------
-Provider:
-
-- ``create(key)`` makes a new, empty instance for ``key`` with ``/workspace`` as an existing, empty,
-  writable folder and the working directory of commands. Two live instances never share a key; if
-  one exists for ``key`` already, ``create`` replaces it.
-- ``find(key)`` returns the live instance for ``key`` or ``None``. Compare keys exactly; never parse
-  them. Where the backend keeps state outside this process (``features.cross_process``), a fresh
-  provider object in another process finds instances created by this one.
-- ``destroy(key)`` removes the instance and its state; destroying a missing key does nothing.
-- ``list_instances()`` lists what this provider (its namespace) owns, with key and creation time.
-- ``aclose()`` releases local resources (clients, threads). It never destroys instances.
-
-Instance (every method may raise :class:`~pai.sandbox.SandboxVanishedError` when the backend
-instance is gone; the facade then re-creates it):
-
-- ``run(command, ...)`` runs ``command`` with ``sh -c`` semantics (bash where available) in ``cwd``
-  with ``env`` added and ``stdin`` fed; returns exit code and both streams, each capped at
-  ``output_limit`` bytes *while streaming* (the host never holds more), with ``truncated`` set
-  when a cap was hit. At ``timeout`` seconds the command and everything it started are killed
-  inside the sandbox and ``timed_out`` is set. ``on_stdout`` / ``on_stderr`` receive chunks as
-  they arrive (only the capped part).
-- ``read_file(path) -> bytes``; ``write_files(files)`` writes all files in order, creating parent
-  folders, in one round trip where the backend allows; ``list_dir``, ``remove``, ``make_dir``,
-  ``exists``. Paths arrive absolute and normalized. Failures raise the matching
-  ``Sandbox*Error`` (``SandboxFileNotFoundError``, ``SandboxIsADirectoryError``, ...).
+The contract every provider and instance keeps is written out in the public module
+:mod:`pai.sandbox.provider`, where provider authors read it.
 """
 
 from __future__ import annotations
@@ -90,8 +65,9 @@ class SandboxInstance(Protocol):
         """Run ``command`` in a shell; see the module contract."""
         ...
 
-    async def read_file(self, path: str) -> bytes:
-        """The file's bytes."""
+    async def read_file(self, path: str, *, max_bytes: int) -> bytes:
+        """The file's bytes; over ``max_bytes`` (checked before the transfer) raises
+        :class:`~pai.sandbox.SandboxFileTooLargeError`."""
         ...
 
     async def write_files(self, files: Sequence[FileWrite]) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import codecs
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar, cast
 
-from pai.sandbox._errors import SandboxInputError, SandboxVanishedError
+from pai.sandbox._errors import SandboxFileTooLargeError, SandboxInputError, SandboxVanishedError
 from pai.sandbox._paths import WORKSPACE, resolve_path
 from pai.sandbox._provider import OutputCallback, SandboxInstance
 from pai.sandbox._session import SandboxHandle
@@ -18,6 +19,9 @@ T = TypeVar("T")
 
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 """Bytes kept per output stream of one command (1 MiB)."""
+
+DEFAULT_READ_LIMIT = 64 * 1024 * 1024
+"""The largest file :meth:`Sandbox.read_file` transfers to the host (64 MiB)."""
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds a command may run when no timeout is given."""
@@ -56,22 +60,79 @@ def _decoding(
     return on_chunk, flush
 
 
-def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def check_limit(name: str, value: object) -> int:
+    """``value`` as a byte limit: a positive ``int`` (not a bool), else ``SandboxInputError``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SandboxInputError(
+            f"{name} must be a positive whole number of bytes, got {value!r} "
+            f"({_type_name(value)}); e.g. {name}=1048576 for 1 MiB"
+        )
+    if value < 1:
+        raise SandboxInputError(f"{name} must be at least 1 byte, got {value!r}")
+    return value
+
+
+def check_timeout(name: str, value: object) -> float | None:
+    """``value`` as a timeout: ``None`` or positive, finite seconds (an ``int`` or ``float``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SandboxInputError(
+            f"{name} must be a number of seconds or None, got {value!r} ({_type_name(value)}); "
+            f"e.g. {name}=30"
+        )
+    if not value > 0 or math.isinf(value):  # "not > 0" also refuses NaN
+        raise SandboxInputError(
+            f"{name} must be positive, finite seconds (None for no timeout), got {value!r}"
+        )
+    return float(value) if isinstance(value, float) else value
+
+
+def _check_env(env: object) -> dict[str, str]:
     if env is None:
         return {}
+    if not isinstance(env, Mapping):
+        raise SandboxInputError(
+            f"env must be a mapping of variable name to value (both str) or None, got {env!r} "
+            f"({_type_name(env)}); e.g. env={{'DEBUG': '1'}}"
+        )
     checked: dict[str, str] = {}
-    for name, value in env.items():
-        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):  # pyright: ignore[reportUnnecessaryIsInstance]
+    for name, value in cast("Mapping[object, object]", env).items():
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             raise SandboxInputError(
-                f"environment variable name {name!r} is not valid; use letters, digits and '_', "
-                "not starting with a digit"
+                f"env: variable name {name!r} is not valid; use a str of letters, digits and "
+                "'_', not starting with a digit"
             )
-        if not isinstance(value, str) or "\x00" in value:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(value, str) or "\x00" in value:
             raise SandboxInputError(
-                f"environment variable {name}={value!r} must be a string without NUL bytes"
+                f"env: the value of {name} must be a str without NUL bytes, got {value!r} "
+                f"({_type_name(value)}); e.g. env={{{name!r}: {str(value)!r}}}"
             )
         checked[name] = value
     return checked
+
+
+def _check_stdin(stdin: object) -> bytes | None:
+    if stdin is None:
+        return None
+    if isinstance(stdin, bytes | bytearray):
+        return bytes(stdin)
+    if isinstance(stdin, str):
+        raise SandboxInputError(
+            "stdin must be bytes or None, got a str; encode text first, e.g. stdin=text.encode()"
+        )
+    raise SandboxInputError(f"stdin must be bytes or None, got {stdin!r} ({_type_name(stdin)})")
+
+
+def _check_callback(name: str, callback: object) -> None:
+    if callback is not None and not callable(callback):
+        raise SandboxInputError(
+            f"{name} must be a function taking a str, or None, got {callback!r}"
+        )
 
 
 def _as_bytes(content: FileContent, path: str) -> bytes:
@@ -110,16 +171,16 @@ class Sandbox:
         *,
         default_timeout: float | None = DEFAULT_TIMEOUT,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        read_limit: int = DEFAULT_READ_LIMIT,
     ) -> None:
-        if output_limit < 1:
-            raise SandboxInputError(f"output_limit must be at least 1 byte, got {output_limit!r}")
-        if default_timeout is not None and not default_timeout > 0:
-            raise SandboxInputError(
-                f"default_timeout must be positive seconds or None, got {default_timeout!r}"
-            )
         self._handle = handle
-        self.default_timeout = default_timeout
-        self.output_limit = output_limit
+        self.default_timeout: float | None = check_timeout("default_timeout", default_timeout)
+        """Seconds a command may run when ``run_command`` gets no ``timeout``."""
+        self.output_limit: int = check_limit("output_limit", output_limit)
+        """Bytes kept per output stream of one command."""
+        self.read_limit: int = check_limit("read_limit", read_limit)
+        """The largest file :meth:`read_file` transfers; a larger one raises
+        :class:`~pai.sandbox.SandboxFileTooLargeError`."""
         self.environment_resets: int = 0
         """How many times this facade found its instance gone and re-created it."""
 
@@ -152,27 +213,40 @@ class Sandbox:
         *,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
-        stdin: FileContent | None = None,
+        stdin: bytes | None = None,
         timeout: float | None = None,
         on_stdout: Callable[[str], None] | None = None,
         on_stderr: Callable[[str], None] | None = None,
     ) -> CommandResult:
         """Run ``command`` in a shell in the sandbox.
 
-        ``cwd`` defaults to ``/workspace``; ``env`` adds variables; ``stdin`` is fed to the command;
-        ``timeout`` (seconds, default :attr:`default_timeout`) kills the command inside the sandbox
-        and returns ``timed_out=True``. ``on_stdout`` / ``on_stderr`` receive decoded text as it
-        arrives.
+        ``cwd`` (default ``/workspace``) is the working directory; a missing one gives a non-zero
+        exit code, not an exception. ``env`` adds variables (str to str). ``stdin`` (bytes) is fed
+        to the command; ``None`` gives it an immediate end-of-file. ``timeout`` (seconds, default
+        :attr:`default_timeout`) kills the command and everything it started inside the sandbox
+        and returns ``timed_out=True`` with exit code 124. ``on_stdout`` / ``on_stderr`` receive
+        decoded text as it arrives. Arguments of the wrong type raise ``SandboxInputError``
+        naming the argument, before anything runs.
         """
-        if not isinstance(command, str) or not command.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise SandboxInputError(f"command must be a non-empty string, got {command!r}")
-        if timeout is None:
-            timeout = self.default_timeout
-        elif not timeout > 0:  # also refuses NaN
-            raise SandboxInputError(f"timeout must be positive seconds, got {timeout!r}")
-        workdir = resolve_path(cwd) if cwd is not None else WORKSPACE
+        if not isinstance(command, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise SandboxInputError(
+                f"command must be a str (a shell command line), got {command!r} "
+                f"({_type_name(command)}); join arguments with shlex.join()"
+            )
+        if not command.strip():
+            raise SandboxInputError(f"command must be a non-empty shell command, got {command!r}")
+        if cwd is not None and not isinstance(cwd, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise SandboxInputError(
+                f"cwd must be a str path or None, got {cwd!r} ({_type_name(cwd)})"
+            )
+        checked_timeout = check_timeout("timeout", timeout)
+        if checked_timeout is None:
+            checked_timeout = self.default_timeout
         variables = _check_env(env)
-        data = None if stdin is None else _as_bytes(stdin, "<stdin>")
+        data = _check_stdin(stdin)
+        _check_callback("on_stdout", on_stdout)
+        _check_callback("on_stderr", on_stderr)
+        workdir = resolve_path(cwd) if cwd is not None else WORKSPACE
         out_callback, out_flush = _decoding(on_stdout)
         err_callback, err_flush = _decoding(on_stderr)
         started = time.perf_counter()
@@ -183,7 +257,7 @@ class Sandbox:
                 cwd=workdir,
                 env=variables,
                 stdin=data,
-                timeout=timeout,
+                timeout=checked_timeout,
                 output_limit=self.output_limit,
                 on_stdout=out_callback,
                 on_stderr=err_callback,
@@ -208,9 +282,18 @@ class Sandbox:
     # -- files ----------------------------------------------------------------------------------
 
     async def read_file(self, path: str) -> bytes:
-        """The file's bytes. Raises ``SandboxFileNotFoundError`` (a ``FileNotFoundError``)."""
+        """The file's bytes.
+
+        Raises ``SandboxFileNotFoundError`` (a ``FileNotFoundError``) and the other file errors;
+        a file larger than :attr:`read_limit` raises
+        :class:`~pai.sandbox.SandboxFileTooLargeError` before any of it is transferred.
+        """
         resolved = resolve_path(path)
-        data, _ = await self._with_instance(lambda i: i.read_file(resolved))
+        limit = self.read_limit
+        data, _ = await self._with_instance(lambda i: i.read_file(resolved, max_bytes=limit))
+        if len(data) > limit:
+            # Providers check before the transfer; check again so a lax one cannot break the limit.
+            raise SandboxFileTooLargeError(resolved, size=len(data), limit=limit)
         return data
 
     async def read_text(self, path: str, *, errors: str = "replace") -> str:
@@ -292,8 +375,14 @@ def create_sandbox(
     *,
     default_timeout: float | None = DEFAULT_TIMEOUT,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    read_limit: int = DEFAULT_READ_LIMIT,
 ) -> Sandbox:
     """The :class:`Sandbox` facade over a session manager's handle.
+
+    ``default_timeout`` (seconds, ``None`` for none) applies to commands given no timeout;
+    ``output_limit`` caps each output stream of a command; ``read_limit`` is the largest file
+    :meth:`Sandbox.read_file` transfers (64 MiB by default). Bad values raise
+    ``SandboxInputError`` naming the option.
 
     Example::
 
@@ -304,4 +393,6 @@ def create_sandbox(
             capabilities={"sandbox": create_sandbox(sessions.handle("t"))},
         )
     """
-    return Sandbox(handle, default_timeout=default_timeout, output_limit=output_limit)
+    return Sandbox(
+        handle, default_timeout=default_timeout, output_limit=output_limit, read_limit=read_limit
+    )

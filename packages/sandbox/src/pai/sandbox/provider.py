@@ -17,7 +17,8 @@ is defined:
   configuration mistakes;
 - :func:`lazy_exports`, so a package's ``__init__`` imports its heavy SDK only when used.
 
-Providers prove they keep the contract with :class:`pai.sandbox.testing.SandboxProviderConformance`.
+Providers prove they keep the contract below with
+:class:`pai.sandbox.testing.SandboxProviderConformance`.
 
 Example::
 
@@ -27,6 +28,77 @@ Example::
     @hookimpl
     def pai_sandbox_providers() -> list[SandboxProviderRegistration]:
         return [SandboxProviderRegistration(name="acme", factory=make, options=AcmeOptions)]
+
+Contract
+--------
+Provider:
+
+- ``create(key)`` makes a new, empty instance for ``key`` with ``/workspace`` as an existing, empty,
+  writable folder and the working directory of commands. Two live instances never share a key; if
+  one exists for ``key`` already, ``create`` replaces it.
+- ``find(key)`` returns the live instance for ``key`` or ``None``. Compare keys exactly; never parse
+  them. Where the backend keeps state outside this process (``features.cross_process``), a fresh
+  provider object in another process finds instances created by this one.
+- ``destroy(key)`` removes the instance and its state; destroying a missing key does nothing.
+- ``list_instances()`` lists what this provider (its namespace) owns, with key and creation time.
+- ``aclose()`` releases local resources (clients, threads). It never destroys instances.
+
+Instance (every method may raise :class:`~pai.sandbox.SandboxVanishedError` when the backend
+instance is gone; the facade then re-creates it). The facade has already checked every argument's
+type and value (paths absolute and normalized, env names valid, limits positive), so an instance
+does not check them again. Every command, path and size is hostile input.
+
+Commands, ``run(command, *, cwd, env, stdin, timeout, output_limit, on_stdout, on_stderr)``:
+
+- ``command`` runs with ``sh -c`` semantics (bash where available) in ``cwd`` with ``env`` added
+  to the instance's environment. The result carries the exit code and both streams.
+- **Output** is capped at ``output_limit`` bytes per stream *while streaming* (the host never
+  holds more), with ``truncated`` set when a cap was hit. ``on_stdout`` / ``on_stderr`` receive
+  chunks as they arrive (only the capped part). Apart from that cap nothing is cut silently: a
+  command produces its full result (``seq 1 200000 | wc -l`` prints ``200000``) or, when the
+  backend hits a limit of its own (memory, pipe size, ...), fails with a non-zero exit code and a
+  message on stderr naming the limit.
+- **Timeout**: at ``timeout`` seconds (``None``: no timeout) the command *and everything it
+  started* are killed inside the sandbox: backgrounded jobs, processes that cleared their
+  environment (``env -i``), double-forked or reparented ones. The result then has
+  ``timed_out=True`` and exit code **124**, and the call returns within ``timeout + 1`` second.
+  Output captured before the kill is returned where the backend can.
+- **stdin**: ``None`` means the command reads an immediate end-of-file (never the host's stdin).
+  Bytes given are fed unchanged; the bytes a command writes (``printf '\\377' > f``) are the
+  bytes in the file, and a command's output reaches the result byte for byte (before capping).
+- **cwd** that is missing or not a directory is a *result* with a non-zero exit code and a
+  message on stderr, not an exception.
+- **Concurrency**: several ``run`` calls (and file operations) on one instance may be in flight
+  at once; each behaves as if it ran alone and nothing is lost: 100 concurrent
+  ``echo $i >> log`` leave 100 lines.
+
+Files (paths arrive absolute and normalized; failures raise the matching ``Sandbox*Error``:
+``SandboxFileNotFoundError``, ``SandboxIsADirectoryError``, ``SandboxNotADirectoryError``,
+``SandboxFileExistsError``, ``SandboxDirectoryNotEmptyError``, each carrying the path):
+
+- ``read_file(path, *, max_bytes)`` returns the file's bytes. The size is checked *before* the
+  transfer: a file over ``max_bytes`` raises :class:`~pai.sandbox.SandboxFileTooLargeError`
+  (``path``, ``size``, ``limit=max_bytes``) and nothing of it is transferred, so the host never
+  holds more than ``max_bytes`` (the facade's ``read_limit``, 64 MiB by default). A file of
+  exactly ``max_bytes`` is read.
+- ``write_files(files)`` writes all files in order, creating parent folders, in one round trip
+  where the backend allows. Writes never destroy: writing where a folder exists (``/workspace``
+  itself included) raises ``SandboxIsADirectoryError`` and leaves the folder and its contents
+  untouched (the instance keeps working); a path through a file (``f.txt/x``) raises
+  ``SandboxNotADirectoryError``. When an entry fails, the entries before it may have been
+  written, but no data that existed before the call is lost except by an entry written over it.
+- ``list_dir(path)`` lists the folder's entries (name, absolute path, type, size).
+- ``remove(path, *, recursive)`` removes a file or an empty folder; a non-empty folder only with
+  ``recursive`` (else ``SandboxDirectoryNotEmptyError``).
+- ``make_dir(path, *, parents)``: ``SandboxFileExistsError`` if something exists there (with
+  ``parents``, an existing folder is accepted); a missing parent is ``SandboxFileNotFoundError``
+  unless ``parents``.
+- ``exists(path)`` says whether anything is there.
+- **Symlinks** (made by commands, e.g. ``ln -s``) are followed *inside the sandbox*, as a normal
+  program would: reading or writing through a link reads or writes its target; ``exists``
+  follows links (a dangling link is ``False``); ``list_dir`` reports the link itself (type
+  ``"symlink"``); ``remove`` removes the link, never its target. No operation may follow a link
+  (or anything else) to the host's files.
 """
 
 from pai.sandbox._errors import SandboxClosedError as SandboxClosedError
@@ -34,6 +106,7 @@ from pai.sandbox._errors import SandboxDirectoryNotEmptyError as SandboxDirector
 from pai.sandbox._errors import SandboxError as SandboxError
 from pai.sandbox._errors import SandboxFileExistsError as SandboxFileExistsError
 from pai.sandbox._errors import SandboxFileNotFoundError as SandboxFileNotFoundError
+from pai.sandbox._errors import SandboxFileTooLargeError as SandboxFileTooLargeError
 from pai.sandbox._errors import SandboxInputError as SandboxInputError
 from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryError
 from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
@@ -73,6 +146,7 @@ __all__ = [
     "SandboxError",
     "SandboxFileExistsError",
     "SandboxFileNotFoundError",
+    "SandboxFileTooLargeError",
     "SandboxHookSpecs",
     "SandboxInputError",
     "SandboxInstance",
