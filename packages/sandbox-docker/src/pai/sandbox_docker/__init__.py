@@ -17,16 +17,16 @@ from pai.sandbox.provider import lazy_exports
 # Names resolve on first use: plugin discovery imports this package (for its entry-point module,
 # ``_plugin``), and must not pay for importing the docker SDK until the provider is chosen.
 if TYPE_CHECKING:
+    from pai.sandbox_docker._instance import DockerSandboxInstance as DockerSandboxInstance
+    from pai.sandbox_docker._labels import container_name as container_name
     from pai.sandbox_docker._plugin import DockerOptions as DockerOptions
-    from pai.sandbox_docker._provider import DockerSandboxInstance as DockerSandboxInstance
     from pai.sandbox_docker._provider import DockerSandboxProvider as DockerSandboxProvider
-    from pai.sandbox_docker._provider import container_name as container_name
 
 _LAZY = {
     "DockerOptions": "pai.sandbox_docker._plugin",
-    "DockerSandboxInstance": "pai.sandbox_docker._provider",
+    "DockerSandboxInstance": "pai.sandbox_docker._instance",
     "DockerSandboxProvider": "pai.sandbox_docker._provider",
-    "container_name": "pai.sandbox_docker._provider",
+    "container_name": "pai.sandbox_docker._labels",
 }
 
 _getattr, _dir = lazy_exports(__name__, _LAZY)
