@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 
 from pai.core import UserError, reset_plugins
 from pai.core import cli as pai_cli
-from pai.core.cli import create_cli, main
+from pai.core.cli import create_cli, generate_group, main
 
 ANSI = "\x1b["
 
@@ -461,3 +461,139 @@ def test_pai_plugins_names_the_plugin_whose_cli_hook_raised() -> None:
     assert broken["status"] == "failed"
     assert "this plugin's commands are broken" in broken["error"]
     assert rows["pai-test-good"]["status"] == "loaded"
+
+
+# -- pai generate -----------------------------------------------------------------------------------
+
+GENERATOR_PLUGIN = """
+import click
+from pai.core import hookimpl
+from pai.core.cli import generate_group
+
+@click.command("widgets", help="Write a module of widget names.")
+@click.option("--out", default="widgets.py")
+def widgets(out):
+    click.echo(f"wrote {out}")
+
+@hookimpl
+def pai_cli(cli):
+    generate_group(cli).add_command(widgets)
+"""
+
+GENERATE_BROKEN_PLUGIN = """
+from pai.core import hookimpl
+from pai.core.cli import generate_group
+
+@hookimpl
+def pai_cli(cli):
+    generate_group(cli)
+    raise RuntimeError("this generator is broken")
+"""
+
+
+@pytest.fixture
+def generator(dists: Distributions, monkeypatch: pytest.MonkeyPatch) -> None:
+    dists.add("pai-test-generator", "pai_test_generator_plugin", GENERATOR_PLUGIN)
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-test-generator")
+
+
+@pytest.fixture
+def generator_and_broken(dists: Distributions, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "a-..." sorts first, so the broken hook runs before the good one would.
+    dists.add("pai-test-a-gen-broken", "pai_test_a_gen_broken_plugin", GENERATE_BROKEN_PLUGIN)
+    dists.add("pai-test-generator", "pai_test_generator_plugin", GENERATOR_PLUGIN)
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-test-generator,pai-test-a-gen-broken")
+
+
+@pytest.mark.usefixtures("generator")
+def test_a_plugin_adds_a_subcommand_to_the_generate_group() -> None:
+    result = invoke("generate", "widgets", "--out", "names.py")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "wrote names.py\n"
+
+
+@pytest.mark.usefixtures("generator")
+def test_generate_without_a_subcommand_lists_the_installed_generators() -> None:
+    result = invoke("generate")
+
+    assert result.exit_code == 0, result.output
+    header, *lines = result.stdout.splitlines()
+    assert header.split() == ["COMMAND", "WHAT", "IT", "GENERATES"]
+    assert lines == [
+        "pai generate widgets  Write a module of widget names.",
+    ]
+
+
+def test_generate_with_nothing_installed_says_which_package_adds_skills(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "")
+
+    result = invoke("generate")
+
+    assert result.exit_code == 0
+    assert result.stdout == "no generators installed\n"
+    assert "`pai generate skills` needs the pai-skills package: pip install pai-skills" in (
+        result.stderr
+    )
+
+
+@pytest.mark.usefixtures("generator")
+def test_generate_json_lists_generators_and_what_is_not_installed() -> None:
+    result = invoke("generate", "--json")
+
+    assert json.loads(result.stdout) == {
+        "generators": [
+            {"command": "pai generate widgets", "help": "Write a module of widget names."}
+        ],
+        "not_installed": [{"command": "pai generate skills", "install": "pai-skills"}],
+    }
+
+
+@pytest.mark.usefixtures("generator_and_broken")
+def test_a_plugin_whose_cli_hook_raises_leaves_the_other_plugins_generators_working(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli = create_cli()
+    warned = capsys.readouterr().err
+
+    result = CliRunner().invoke(cli, ["generate", "widgets"], catch_exceptions=False)
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "wrote widgets.py\n"
+    assert "pai_cli hook of plugin 'pai-test-a-gen-broken'" in warned
+
+
+@pytest.mark.usefixtures("generator_and_broken")
+def test_pai_plugins_names_the_plugin_whose_generator_hook_raised() -> None:
+    result = invoke("plugins", "--json")
+
+    rows = {row["distribution"]: row for row in json.loads(result.stdout)["plugins"]}
+    assert rows["pai-test-a-gen-broken"]["status"] == "failed"
+    assert "this generator is broken" in rows["pai-test-a-gen-broken"]["error"]
+    assert rows["pai-test-generator"]["status"] == "loaded"
+
+
+def test_generate_group_adds_the_group_to_a_tree_that_lacks_it() -> None:
+    tree = click.Group("custom")
+
+    group = generate_group(tree)
+
+    assert tree.commands["generate"] is group
+    assert generate_group(tree) is group
+
+
+def test_generate_group_refuses_a_generate_command_that_is_not_a_group() -> None:
+    tree = click.Group("custom")
+    tree.add_command(click.Command("generate"))
+
+    with pytest.raises(TypeError, match="'generate' command that is not a group"):
+        generate_group(tree)
+
+
+def test_each_command_tree_has_its_own_generate_group() -> None:
+    first = generate_group(create_cli())
+    first.add_command(click.Command("only-here"))
+
+    assert "only-here" not in generate_group(create_cli()).commands

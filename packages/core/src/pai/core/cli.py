@@ -6,6 +6,7 @@ commands; plugins add theirs through the ``pai_cli`` hook (pai-sandbox adds ``pa
 
     pai plugins [--json]     the plugins of the ``pai`` entry-point group and what became of them
     pai config  [--json]     the resolved configuration: each key, its value, where it came from
+    pai generate ...         code generators plugins add (``pai generate`` alone lists them)
 
 Every listing takes ``--json`` (a JSON object with stable keys, for scripts). Output is a rich
 table when stdout is a terminal and plain aligned text when it is piped. A :class:`PaiError`
@@ -30,6 +31,18 @@ Writing commands in a plugin::
     @hookimpl
     def pai_cli(cli: click.Group) -> None:
         cli.add_command(vaults)
+
+A plugin that generates code adds its command to the core's ``generate`` group instead, so
+every generator is ``pai generate <name>`` (pai-skills adds ``pai generate skills``)::
+
+    from pai.core.cli import generate_group
+
+    @click.command("vault-types", help="Write typed accessors for the configured vaults.")
+    def vault_types() -> None: ...
+
+    @hookimpl
+    def pai_cli(cli: click.Group) -> None:
+        generate_group(cli).add_command(vault_types)
 
 The helpers here are for such commands: :func:`echo_table`, :func:`echo_json`, :func:`note`,
 :func:`warn`, :func:`stdout_is_terminal`, :data:`json_option`. Rich is imported only when a table
@@ -359,6 +372,80 @@ def config_command(check: bool, as_json: bool) -> None:
         click.echo("check: the configuration is valid")
 
 
+# -- pai generate ---------------------------------------------------------------------------------
+
+_KNOWN_GENERATORS = {"skills": "pai-skills"}
+"""Generators this project publishes: subcommand name -> the distribution that adds it."""
+
+
+_GENERATE_HELP = """Generate code from your project (typed modules for skills, ...).
+
+Installed plugins add the generators (pai-skills adds `pai generate skills`); without a
+subcommand, lists the installed ones and what to install for the others.
+"""
+
+
+@click.pass_context
+def _list_generators(ctx: click.Context, as_json: bool) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    group = cast("click.Group", ctx.command)
+    rows: list[dict[str, object]] = [
+        {"command": f"pai generate {name}", "help": command.get_short_help_str(limit=70)}
+        for name, command in sorted(group.commands.items())
+    ]
+    missing = [
+        {"command": f"pai generate {name}", "install": distribution}
+        for name, distribution in sorted(_KNOWN_GENERATORS.items())
+        if name not in group.commands
+    ]
+    if as_json:
+        echo_json({"generators": rows, "not_installed": missing})
+        return
+    if rows:
+        echo_table(rows, [("command", "Command"), ("help", "What it generates")])
+    else:
+        click.echo("no generators installed")
+    for row in missing:
+        note(f"`{row['command']}` needs the {row['install']} package: pip install {row['install']}")
+
+
+def generate_group(cli: click.Group) -> click.Group:
+    """The ``generate`` group of the ``pai`` command tree, for a plugin to add a generator to.
+
+    Call it from a ``pai_cli`` hook with the group the hook received::
+
+        @hookimpl
+        def pai_cli(cli: click.Group) -> None:
+            generate_group(cli).add_command(my_generator)  # pai generate my-generator
+
+    A group made by :func:`create_cli` always has it; for any other group, an empty ``generate``
+    group is added first. Raises :class:`TypeError` when ``cli`` has a ``generate`` command that
+    is not a group.
+    """
+    command = cli.commands.get("generate")
+    if command is None:
+        command = _new_generate_group()
+        cli.add_command(command)
+    if not isinstance(command, click.Group):
+        raise TypeError(
+            f"the command group {cli.name!r} has a 'generate' command that is not a group "
+            f"({type(command).__name__}); generators can only be added to a group"
+        )
+    return command
+
+
+def _new_generate_group() -> click.Group:
+    """A fresh ``generate`` group (one per command tree: plugins' additions stay in their tree)."""
+    group = PaiGroup(
+        name="generate",
+        callback=_list_generators,
+        help=_GENERATE_HELP,
+        invoke_without_command=True,
+    )
+    return json_option(group)
+
+
 # -- the command tree -----------------------------------------------------------------------------
 
 _HELP = """PAI: typed, lifecycle-managed capabilities for AI agents.
@@ -379,6 +466,7 @@ def create_cli(plugins: Plugins | None = None) -> click.Group:
     cli = click.version_option(package_name="pai-core", prog_name="pai")(cli)
     cli.add_command(plugins_command)
     cli.add_command(config_command)
+    cli.add_command(_new_generate_group())
     if plugins is None:
         from pai.core._plugins import get_plugins
 
@@ -408,6 +496,7 @@ __all__ = [
     "echo_json",
     "echo_table",
     "fail",
+    "generate_group",
     "json_option",
     "main",
     "note",
