@@ -34,9 +34,21 @@ from pai.core._errors import CommandInputError as CommandInputError
 from pai.core._errors import ConfigError as ConfigError
 from pai.core._errors import DefinitionError as DefinitionError
 from pai.core._errors import DuplicateRegistrationError as DuplicateRegistrationError
+from pai.core._errors import FatalModelError as FatalModelError
 from pai.core._errors import InvalidThreadIdError as InvalidThreadIdError
+from pai.core._errors import ModelAuthenticationError as ModelAuthenticationError
+from pai.core._errors import ModelBadRequestError as ModelBadRequestError
+from pai.core._errors import ModelConfigurationError as ModelConfigurationError
+from pai.core._errors import ModelConnectionError as ModelConnectionError
+from pai.core._errors import ModelError as ModelError
+from pai.core._errors import ModelNotFoundError as ModelNotFoundError
+from pai.core._errors import ModelOverloadedError as ModelOverloadedError
+from pai.core._errors import ModelRateLimitError as ModelRateLimitError
+from pai.core._errors import ModelResponseError as ModelResponseError
+from pai.core._errors import ModelTimeoutError as ModelTimeoutError
 from pai.core._errors import PaiError as PaiError
 from pai.core._errors import PluginError as PluginError
+from pai.core._errors import RetryableModelError as RetryableModelError
 from pai.core._errors import RuntimeClosedError as RuntimeClosedError
 from pai.core._errors import RuntimeContextError as RuntimeContextError
 from pai.core._errors import StepLimitExceededError as StepLimitExceededError
@@ -59,9 +71,28 @@ from pai.core._messages import ToolCall as ToolCall
 from pai.core._messages import ToolResultMessage as ToolResultMessage
 from pai.core._messages import UserMessage as UserMessage
 from pai.core._messages import message_adapter as message_adapter
+from pai.core._model import FinishReason as FinishReason
 from pai.core._model import Model as Model
+from pai.core._model import ModelEvent as ModelEvent
 from pai.core._model import ModelRequest as ModelRequest
+from pai.core._model import ModelResponse as ModelResponse
+from pai.core._model import ResponseFinished as ResponseFinished
+from pai.core._model import StreamingModel as StreamingModel
+from pai.core._model import TextDelta as TextDelta
+from pai.core._model import ToolCallArgumentsDelta as ToolCallArgumentsDelta
+from pai.core._model import ToolCallFinished as ToolCallFinished
+from pai.core._model import ToolCallStarted as ToolCallStarted
 from pai.core._model import ToolSpec as ToolSpec
+from pai.core._model import Usage as Usage
+from pai.core._model import UsageReported as UsageReported
+from pai.core._model import collect_response as collect_response
+from pai.core._model import response_events as response_events
+from pai.core._model import stream_model as stream_model
+from pai.core._model_registry import ModelRegistration as ModelRegistration
+from pai.core._model_retry import RetryAttempt as RetryAttempt
+from pai.core._model_retry import RetryPolicy as RetryPolicy
+from pai.core._model_retry import call_with_retries as call_with_retries
+from pai.core._model_retry import stream_with_retries as stream_with_retries
 from pai.core._operations import Capabilities as Capabilities
 from pai.core._operations import Command as Command
 from pai.core._operations import CommandContext as CommandContext
@@ -124,12 +155,27 @@ __all__ = [
     "DisposeInput",
     "DuplicateRegistrationError",
     "ErrorMessage",
+    "FatalModelError",
+    "FinishReason",
     "InMemoryStorage",
     "InstructionsInput",
     "InvalidThreadIdError",
     "Message",
     "Model",
+    "ModelAuthenticationError",
+    "ModelBadRequestError",
+    "ModelConfigurationError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelEvent",
+    "ModelNotFoundError",
+    "ModelOverloadedError",
+    "ModelRateLimitError",
+    "ModelRegistration",
     "ModelRequest",
+    "ModelResponse",
+    "ModelResponseError",
+    "ModelTimeoutError",
     "NoOptions",
     "OnRuntimeError",
     "Pai",
@@ -139,6 +185,10 @@ __all__ = [
     "PluginInfo",
     "Plugins",
     "Requirement",
+    "ResponseFinished",
+    "RetryAttempt",
+    "RetryPolicy",
+    "RetryableModelError",
     "RunResult",
     "RuntimeClosedError",
     "RuntimeContextError",
@@ -152,6 +202,8 @@ __all__ = [
     "Storage",
     "StorageRegistration",
     "StorageURL",
+    "StreamingModel",
+    "TextDelta",
     "ThreadDeletedError",
     "ThreadExistsError",
     "ThreadHandle",
@@ -159,6 +211,9 @@ __all__ = [
     "ThreadRecord",
     "Tool",
     "ToolCall",
+    "ToolCallArgumentsDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "ToolCapabilitiesError",
     "ToolContext",
     "ToolEnabledInput",
@@ -168,10 +223,14 @@ __all__ = [
     "UndeclaredCapabilityError",
     "UnknownAgentError",
     "UnknownCommandError",
+    "Usage",
+    "UsageReported",
     "UserError",
     "UserMessage",
     "bindings_from_config",
+    "call_with_retries",
     "capability_binding",
+    "collect_response",
     "create_agent_runtime",
     "create_capability_binding",
     "create_pai",
@@ -188,5 +247,8 @@ __all__ = [
     "message_adapter",
     "open_storage",
     "reset_plugins",
+    "response_events",
     "storage_from_config",
+    "stream_model",
+    "stream_with_retries",
 ]

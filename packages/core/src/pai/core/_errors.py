@@ -10,7 +10,8 @@
     │   ├── UndeclaredCapabilityError  (KeyError: ctx.capabilities[token] for an undeclared token)
     │   ├── CommandInputError          (ValueError: command input fails its schema)
     │   ├── InvalidThreadIdError       (ValueError: a thread id that is not a non-empty str)
-    │   └── ToolCapabilitiesError      (TypeError: run_tool given the wrong capabilities)
+    │   ├── ToolCapabilitiesError      (TypeError: run_tool given the wrong capabilities)
+    │   └── ModelConfigurationError    (ValueError: a model's options, API key or retry policy)
     ├── ThreadNotFoundError            (LookupError: no thread with that id in this scope)
     ├── ThreadExistsError              (ValueError: a thread id is already taken)
     ├── ThreadDeletedError             (RuntimeError: the thread was deleted while work ran)
@@ -20,6 +21,17 @@
     ├── CapabilityAcquireError         (RuntimeError: a binding failed to acquire a facade)
     ├── StepLimitExceededError         (RuntimeError: an agent run hit its step limit)
     ├── RuntimeContextError            (RuntimeError: an agent's runtime_context or instructions raised)
+    ├── ModelError                     (a model call failed; .retryable says if trying again can help)
+    │   ├── RetryableModelError        (worth retrying after a pause; .retry_after when the server said)
+    │   │   ├── ModelRateLimitError          (429: too many requests or tokens)
+    │   │   ├── ModelOverloadedError         (5xx: the server failed or is overloaded)
+    │   │   └── ModelConnectionError         (ConnectionError: refused, reset, a stream cut mid-way)
+    │   │       └── ModelTimeoutError              (TimeoutError: no answer in time)
+    │   └── FatalModelError            (retrying cannot help)
+    │       ├── ModelBadRequestError         (ValueError: 400/422, the server refused the request)
+    │       ├── ModelAuthenticationError     (PermissionError: 401/403, a wrong or unauthorised key)
+    │       ├── ModelNotFoundError           (LookupError: 404, no such model or endpoint)
+    │       └── ModelResponseError           (the answer could not be read: a malformed chunk or stream)
     └── RuntimeClosedError             (RuntimeError: the runtime was closed)
 
 Every message says what was wrong, with the offending value, and what to do.
@@ -160,3 +172,84 @@ class RuntimeContextError(PaiError, RuntimeError):
 
 class RuntimeClosedError(PaiError, RuntimeError):
     """The runtime was closed; create a new one to keep working."""
+
+
+class ModelConfigurationError(UserError, ValueError):
+    """A model cannot be built as configured: a bad option, no API key, a bad retry policy.
+
+    The message names the option (or environment variable) and what to set.
+    """
+
+
+class ModelError(PaiError):
+    """A model call failed. ``retryable`` says whether trying again later can succeed.
+
+    ``model`` names the model (when known) and ``status_code`` is the HTTP status the server
+    answered with (when there was one). ``__cause__`` holds the provider SDK's own error.
+    """
+
+    retryable: bool = False
+
+    def __init__(
+        self, message: str, *, model: str | None = None, status_code: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.status_code = status_code
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class RetryableModelError(ModelError):
+    """A failure that may pass: retry after ``retry_after`` seconds when the server said how long,
+    else after a backoff (see :class:`~pai.core.RetryPolicy`)."""
+
+    retryable: bool = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, model=model, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class ModelRateLimitError(RetryableModelError):
+    """The server refused the request for now: too many requests or tokens (HTTP 429)."""
+
+
+class ModelOverloadedError(RetryableModelError):
+    """The server failed or is overloaded (HTTP 5xx)."""
+
+
+class ModelConnectionError(RetryableModelError, ConnectionError):
+    """The connection failed: refused, reset, or cut while the answer streamed."""
+
+
+class ModelTimeoutError(ModelConnectionError, TimeoutError):
+    """The server did not answer within the model's timeout."""
+
+
+class FatalModelError(ModelError):
+    """A failure that retrying cannot fix: the request, the key or the model name is wrong."""
+
+
+class ModelBadRequestError(FatalModelError, ValueError):
+    """The server refused the request as malformed (HTTP 400 or 422)."""
+
+
+class ModelAuthenticationError(FatalModelError, PermissionError):
+    """The server refused the API key, or the key may not use this model (HTTP 401 or 403)."""
+
+
+class ModelNotFoundError(FatalModelError, LookupError):
+    """No such model or endpoint (HTTP 404): check the model name and the base URL."""
+
+
+class ModelResponseError(FatalModelError):
+    """The model's answer could not be read: a malformed chunk, or a stream out of order."""

@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING
 
 from pai.core.testing._models import FunctionModel as FunctionModel
 from pai.core.testing._models import ScriptedModel as ScriptedModel
+from pai.core.testing._models import ScriptedStream as ScriptedStream
 from pai.core.testing._models import ScriptExhaustedError as ScriptExhaustedError
 from pai.core.testing._models import ScriptStep as ScriptStep
+from pai.core.testing._models import chunks as chunks
+from pai.core.testing._models import events as events
 from pai.core.testing._models import text as text
 from pai.core.testing._models import tool_call as tool_call
 from pai.core.testing._models import tool_calls as tool_calls
@@ -53,9 +56,12 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptStep",
     "ScriptedModel",
+    "ScriptedStream",
     "StorageConformance",
     "ToolRunResult",
+    "chunks",
     "create_test_runtime",
+    "events",
     "run_tool",
     "text",
     "tool_call",

@@ -1,16 +1,33 @@
-"""Models for tests: a scripted one that replays answers, and one backed by a function."""
+"""Models for tests: a scripted one that replays answers, and one backed by a function.
+
+Both are streaming models (:class:`~pai.core.StreamingModel`): ``stream()`` yields the answer's
+events and ``request()`` is the same answer collected in one piece.
+"""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TypeAlias
 
 from pydantic import JsonValue
 
 from pai.core._awaitables import resolve
 from pai.core._messages import AssistantMessage, ToolCall
-from pai.core._model import ModelRequest
+from pai.core._model import (
+    FinishReason,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ResponseFinished,
+    TextDelta,
+    Usage,
+    UsageReported,
+    aclose_stream,
+    collect_response,
+    response_events,
+)
 
 _call_ids = itertools.count(1)
 
@@ -40,7 +57,57 @@ def tool_calls(
     )
 
 
-ScriptStep: TypeAlias = AssistantMessage | Callable[[ModelRequest], AssistantMessage]
+@dataclass(frozen=True, slots=True)
+class ScriptedStream:
+    """A scripted answer given as events; ``error``, when set, is raised after them.
+
+    Build one with :func:`chunks` or :func:`events`.
+    """
+
+    events: tuple[ModelEvent, ...]
+    error: Exception | None = None
+
+
+def chunks(
+    *pieces: str,
+    usage: Usage | None = None,
+    finish_reason: FinishReason = "stop",
+    cut: Exception | None = None,
+) -> ScriptedStream:
+    """A scripted text answer streamed in ``pieces``, then its usage and finish reason.
+
+    With ``cut=error`` the stream fails with ``error`` after the pieces instead of finishing,
+    like a connection cut mid-answer.
+
+    Example::
+
+        ScriptedModel([chunks("Hel", "lo", usage=Usage(input_tokens=5, output_tokens=2))])
+        ScriptedModel([chunks("Hel", cut=ModelConnectionError("connection reset"))])
+    """
+    streamed: list[ModelEvent] = [TextDelta(piece) for piece in pieces]
+    if cut is not None:
+        return ScriptedStream(tuple(streamed), cut)
+    if usage is not None:
+        streamed.append(UsageReported(usage))
+    streamed.append(ResponseFinished(finish_reason))
+    return ScriptedStream(tuple(streamed))
+
+
+def events(*streamed: ModelEvent, error: Exception | None = None) -> ScriptedStream:
+    """A scripted answer given event by event (nothing is added: end it with ResponseFinished);
+    ``error``, when set, is raised after the events."""
+    return ScriptedStream(tuple(streamed), error)
+
+
+ScriptStep: TypeAlias = (
+    AssistantMessage
+    | ModelResponse
+    | ScriptedStream
+    | Exception
+    | Callable[[ModelRequest], AssistantMessage | ModelResponse]
+)
+"""One scripted answer: a message, a response with usage, a stream of events, an error to raise
+instead of answering, or a function of the request returning a message or response."""
 
 
 class ScriptExhaustedError(AssertionError):
@@ -51,7 +118,8 @@ class ScriptedModel:
     """A model that answers from a script, one entry per request; records every request.
 
     This is a test double, not a language model: it never looks at the conversation unless a
-    script entry is a function of the request.
+    script entry is a function of the request. An exception in the script is raised for that
+    request (script a :class:`~pai.core.ModelRateLimitError` to test retries).
 
     Example::
 
@@ -69,7 +137,8 @@ class ScriptedModel:
         """How many scripted answers are left."""
         return len(self._script) - len(self.requests)
 
-    async def request(self, request: ModelRequest) -> AssistantMessage:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield the next scripted answer's events (or raise its scripted error)."""
         index = len(self.requests)
         self.requests.append(request)
         if index >= len(self._script):
@@ -78,11 +147,33 @@ class ScriptedModel:
                 f"{len(self._script)}; add answers to the script"
             )
         step = self._script[index]
-        return step if isinstance(step, AssistantMessage) else step(request)
+        if isinstance(step, Exception):
+            raise step
+        if isinstance(step, ScriptedStream):
+            for event in step.events:
+                yield event
+            if step.error is not None:
+                raise step.error
+            return
+        answer = step if isinstance(step, AssistantMessage | ModelResponse) else step(request)
+        for event in response_events(answer):
+            yield event
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        """The next scripted answer in one piece."""
+        return (await _collect(self.stream(request))).message
+
+
+async def _collect(stream: AsyncIterator[ModelEvent]) -> ModelResponse:
+    try:
+        return await collect_response(stream)
+    finally:
+        await aclose_stream(stream)
 
 
 class FunctionModel:
-    """A model whose answers come from a function of the request (sync or async).
+    """A model whose answers come from a function of the request (sync or async), or whose
+    streams come from an async generator function (``stream_fn``).
 
     Example::
 
@@ -90,14 +181,49 @@ class FunctionModel:
             return text(f"you said {request.messages[-1].content}")
 
         model = FunctionModel(echo)
+
+        async def spell(request: ModelRequest) -> AsyncIterator[ModelEvent]:
+            for letter in "hi":
+                yield TextDelta(letter)
+            yield ResponseFinished("stop")
+
+        streaming = FunctionModel(stream_fn=spell)
     """
 
     def __init__(
-        self, fn: Callable[[ModelRequest], AssistantMessage | Awaitable[AssistantMessage]]
+        self,
+        fn: Callable[
+            [ModelRequest],
+            AssistantMessage | ModelResponse | Awaitable[AssistantMessage | ModelResponse],
+        ]
+        | None = None,
+        *,
+        stream_fn: Callable[[ModelRequest], AsyncIterator[ModelEvent]] | None = None,
     ) -> None:
+        if (fn is None) == (stream_fn is None):
+            raise TypeError(
+                "FunctionModel takes exactly one of fn (a function returning an answer) and "
+                "stream_fn (an async generator function yielding events)"
+            )
         self._fn = fn
+        self._stream_fn = stream_fn
         self.requests: list[ModelRequest] = []
 
-    async def request(self, request: ModelRequest) -> AssistantMessage:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield the function's answer as events."""
         self.requests.append(request)
-        return await resolve(self._fn(request))
+        if self._stream_fn is not None:
+            inner = self._stream_fn(request)
+            try:
+                async for event in inner:
+                    yield event
+            finally:
+                await aclose_stream(inner)
+            return
+        assert self._fn is not None
+        for event in response_events(await resolve(self._fn(request))):
+            yield event
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        """The function's answer in one piece."""
+        return (await _collect(self.stream(request))).message
