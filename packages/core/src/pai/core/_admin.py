@@ -1,17 +1,19 @@
-"""Server-side access to a runtime: the admin client and thread handles."""
+"""Server-side access to a runtime: the admin client and thread handles.
+
+They reach the runtime through two small interfaces, :class:`ThreadOperations` and
+:class:`RunOperations`, of exactly the operations they need; the runtime's parts implement them
+(:class:`~pai.core._threads.Threads` and :class:`~pai.core._loop.AgentLoop`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pai.core._errors import InvalidThreadIdError
 from pai.core._messages import Message, ToolCall
 from pai.core._storage import ThreadRecord
-
-if TYPE_CHECKING:
-    from pai.core._runtime import AgentRuntime
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,48 @@ def check_thread_id(value: object, where: str) -> str:
     return value
 
 
+class ThreadOperations(Protocol):
+    """What the admin client does to threads: each call checks the thread is the caller's."""
+
+    @property
+    def agent_name(self) -> str:
+        """The agent a top-level thread runs."""
+        ...
+
+    async def get(self, caller: Caller, thread_id: str) -> ThreadRecord: ...
+
+    async def create(
+        self,
+        caller: Caller,
+        *,
+        agent_name: str,
+        thread_id: str | None,
+        parent: ThreadRecord | None,
+    ) -> ThreadRecord: ...
+
+    async def messages(self, caller: Caller, thread_id: str) -> Sequence[Message]: ...
+
+    async def children(self, caller: Caller, thread_id: str) -> Sequence[ThreadRecord]: ...
+
+    async def list_threads(self, caller: Caller) -> Sequence[ThreadRecord]: ...
+
+    async def delete(self, caller: Caller, thread_id: str) -> None: ...
+
+
+class RunOperations(Protocol):
+    """What the admin client runs in a thread: the agent, and commands."""
+
+    async def send(self, caller: Caller, thread_id: str, text: str) -> RunResult: ...
+
+    async def submit_tool_results(
+        self, caller: Caller, thread_id: str, results: Mapping[str, object]
+    ) -> RunResult: ...
+
+    async def run_command(
+        self, caller: Caller, thread_id: str, name: str, raw_input: object
+    ) -> object: ...
+
+
 class _Commands:
     """``handle.commands.<name>(input)``: each attribute runs the agent command of that name."""
 
@@ -73,8 +117,13 @@ class _Commands:
 class ThreadHandle:
     """One thread, seen by one caller. Cheap to make: no I/O until you use it."""
 
-    def __init__(self, runtime: AgentRuntime, caller: Caller, thread_id: str) -> None:
-        self._runtime = runtime
+    __slots__ = ("_caller", "_runs", "_threads", "id")
+
+    def __init__(
+        self, threads: ThreadOperations, runs: RunOperations, caller: Caller, thread_id: str
+    ) -> None:
+        self._threads = threads
+        self._runs = runs
         self._caller = caller
         self.id: str = thread_id
 
@@ -85,35 +134,31 @@ class ThreadHandle:
 
     async def run_command(self, name: str, input: object) -> Any:
         """Run the agent's command ``name`` in this thread; failures raise to you."""
-        return await self._runtime._run_command(self._caller, self.id, name, input)  # pyright: ignore[reportPrivateUsage]
+        return await self._runs.run_command(self._caller, self.id, name, input)
 
     async def send(self, text: str) -> RunResult:
         """Add a user message and run the agent until it answers (or needs external results)."""
-        return await self._runtime._send(self._caller, self.id, text)  # pyright: ignore[reportPrivateUsage]
+        return await self._runs.send(self._caller, self.id, text)
 
     async def submit_tool_results(self, results: Mapping[str, object]) -> RunResult:
         """Answer the pending external tool calls (by call id) and continue the run."""
-        return await self._runtime._submit_tool_results(self._caller, self.id, results)  # pyright: ignore[reportPrivateUsage]
+        return await self._runs.submit_tool_results(self._caller, self.id, results)
 
     async def messages(self) -> Sequence[Message]:
         """Every message stored in this thread, recorded errors included."""
-        await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
-        return await self._runtime.storage.get_messages(self.id)
+        return await self._threads.messages(self._caller, self.id)
 
     async def record(self) -> ThreadRecord:
         """The stored thread record. Raises :class:`ThreadNotFoundError` if there is none."""
-        return await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
+        return await self._threads.get(self._caller, self.id)
 
     async def children(self) -> Sequence[ThreadRecord]:
         """Threads delegated from this one."""
-        await self._runtime._get_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
-        return await self._runtime.storage.list_threads(
-            self._caller.scope_key, parent_thread_id=self.id
-        )
+        return await self._threads.children(self._caller, self.id)
 
     async def delete(self) -> None:
         """Delete the thread (and its delegated threads), cancel their work, dispose instances."""
-        await self._runtime._delete_thread(self._caller, self.id)  # pyright: ignore[reportPrivateUsage]
+        await self._threads.delete(self._caller, self.id)
 
     def __repr__(self) -> str:
         return f"ThreadHandle({self.id!r})"
@@ -122,8 +167,11 @@ class ThreadHandle:
 class AdminClient:
     """Trusted, server-side access to a runtime for one identity."""
 
-    def __init__(self, runtime: AgentRuntime, caller: Caller) -> None:
-        self._runtime = runtime
+    __slots__ = ("_caller", "_runs", "_threads")
+
+    def __init__(self, threads: ThreadOperations, runs: RunOperations, caller: Caller) -> None:
+        self._threads = threads
+        self._runs = runs
         self._caller = caller
 
     @property
@@ -135,17 +183,18 @@ class AdminClient:
         """Create a top-level thread (a fresh id unless you pass one, a non-empty ``str``)."""
         if thread_id is not None:
             check_thread_id(thread_id, "create_thread()")
-        record = await self._runtime._create_thread(  # pyright: ignore[reportPrivateUsage]
-            self._caller, agent_name=self._runtime.agent.name, thread_id=thread_id, parent=None
+        record = await self._threads.create(
+            self._caller, agent_name=self._threads.agent_name, thread_id=thread_id, parent=None
         )
-        return ThreadHandle(self._runtime, self._caller, record.id)
+        return ThreadHandle(self._threads, self._runs, self._caller, record.id)
 
     def thread(self, thread_id: str) -> ThreadHandle:
         """A handle on an existing thread; a missing id fails on first use, an id that is not a
         non-empty ``str`` at once (:class:`~pai.core.InvalidThreadIdError`)."""
-        return ThreadHandle(self._runtime, self._caller, check_thread_id(thread_id, "thread()"))
+        return ThreadHandle(
+            self._threads, self._runs, self._caller, check_thread_id(thread_id, "thread()")
+        )
 
     async def list_threads(self) -> Sequence[ThreadRecord]:
         """This scope's top-level threads, oldest first."""
-        self._runtime._check_open()  # pyright: ignore[reportPrivateUsage]
-        return await self._runtime.storage.list_threads(self._caller.scope_key)
+        return await self._threads.list_threads(self._caller)

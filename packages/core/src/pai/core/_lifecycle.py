@@ -71,11 +71,11 @@ class ActiveWork:
         self,
         thread_id: str,
         fn: Callable[[], Awaitable[T]],
-        deleted: Callable[[], Exception],
+        deleted: Callable[[str], Exception],
     ) -> T:
         """Run ``fn`` as work of ``thread_id``.
 
-        If the thread is deleted meanwhile, the work is cancelled and ``deleted()`` is raised
+        If the thread is deleted meanwhile, the work is cancelled and ``deleted(thread_id)`` is raised
         instead of whatever the work then returned or raised (chained as its cause).
         """
         operation = _ActiveOperation()
@@ -88,7 +88,7 @@ class ActiveWork:
                 results.append(await fn())
         except Exception as error:
             if operation.cancel_scope.cancel_called:
-                raise deleted() from error
+                raise deleted(thread_id) from error
             raise
         finally:
             self._current.reset(token)
@@ -97,7 +97,7 @@ class ActiveWork:
                 del self._by_thread[thread_id]
             operation.done.set()
         if operation.cancel_scope.cancel_called:
-            raise deleted()
+            raise deleted(thread_id)
         return results[0]
 
     def count(self, thread_id: str) -> int:

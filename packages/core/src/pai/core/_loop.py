@@ -1,0 +1,505 @@
+"""The agent loop and what runs inside a thread: runs (``send``, ``submit_tool_results``,
+delegated runs), their tool calls, and commands.
+
+A run is a :class:`Run` (what every step reads and what the run wrote) and a sequence of steps;
+each step is three phases, each one method of :class:`AgentLoop`::
+
+    run = await loop.begin(agent, thread, caller, staged)        # runtime context, instructions
+    for step in 1..max_steps:
+        offered = await loop.offered(run, step)                  # enabled predicates
+        response = await loop.request(run, offered, step)        # the model
+        result = await loop.complete(run, offered, response, step)  # tool calls, one append
+        if result is not None: return result
+    await loop.step_limit(run)
+
+so a caller that reports progress (a stream of events) drives the same phases and emits between
+them, without a second loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, cast
+
+import anyio
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from pai.core._acquisition import Acquisition
+from pai.core._admin import Caller, RunResult
+from pai.core._agent import Agent, InstructionsInput
+from pai.core._awaitables import maybe_await, resolve
+from pai.core._context import RuntimeContextInput, ToolEnabledInput
+from pai.core._errors import (
+    CapabilityAcquireError,
+    CapabilityBindingError,
+    CommandInputError,
+    DefinitionError,
+    RuntimeContextError,
+    StepLimitExceededError,
+    ThreadDeletedError,
+    ThreadNotFoundError,
+    UnknownCommandError,
+)
+from pai.core._execution import (
+    DelegateInput,
+    execute_tool,
+    pending_calls,
+    tool_output_text,
+    tool_specs,
+    validation_summary,
+)
+from pai.core._lifecycle import RuntimeErrorEvent
+from pai.core._messages import (
+    AssistantMessage,
+    ErrorMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from pai.core._model import ModelRequest, ToolSpec
+from pai.core._operations import CommandContext, ToolContext
+from pai.core._storage import ThreadRecord
+from pai.core._threads import Threads
+
+
+@dataclass(frozen=True, slots=True)
+class Offered:
+    """The tools offered to the model on one step: their specs, and their names."""
+
+    specs: tuple[ToolSpec, ...]
+    names: frozenset[str]
+
+
+@dataclass(eq=False, slots=True)
+class Run:
+    """One run of an agent in a thread: what each step reads, and what the run has written."""
+
+    agent: Agent
+    thread: ThreadRecord
+    caller: Caller
+    runtime_context: Any
+    instructions: str
+    history: list[Message]
+    """The thread's messages as the model reads them, this run's included."""
+    staged: list[Message]
+    """Messages of this run not stored yet (the user message, submitted results): the first
+    step stores them with its own."""
+    written: list[Message]
+    """Everything this run stored, in order."""
+
+
+class AgentLoop:
+    """Runs agents, their tools and their commands in the threads of one runtime."""
+
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        agents: Mapping[str, Agent],
+        threads: Threads,
+        acquisition: Acquisition,
+    ) -> None:
+        self._agent = agent
+        self._agents = agents
+        self._threads = threads
+        self._storage = threads.storage
+        self._acquisition = acquisition
+        # What the model is offered never changes for an agent: build every JSON schema once.
+        self._offers: dict[str, Offered] = {}
+        for name, each in agents.items():
+            specs = tuple(tool_specs(each))
+            self._offers[name] = Offered(specs, frozenset(spec.name for spec in specs))
+
+    # -- operations (what AdminClient's thread handles call) --------------------------------
+
+    async def send(self, caller: Caller, thread_id: str, text: str) -> RunResult:
+        return await self._threads.tracked(thread_id, partial(self._send, caller, thread_id, text))
+
+    async def _send(self, caller: Caller, thread_id: str, text: str) -> RunResult:
+        thread = await self._threads.get(caller, thread_id)
+        agent = self._agents[thread.agent_name]
+        return await self.run(agent, thread, caller, [UserMessage(content=text)])
+
+    async def submit_tool_results(
+        self, caller: Caller, thread_id: str, results: Mapping[str, object]
+    ) -> RunResult:
+        return await self._threads.tracked(
+            thread_id, partial(self._submit_tool_results, caller, thread_id, results)
+        )
+
+    async def _submit_tool_results(
+        self, caller: Caller, thread_id: str, results: Mapping[str, object]
+    ) -> RunResult:
+        thread = await self._threads.get(caller, thread_id)
+        agent = self._agents[thread.agent_name]
+        history = await self._threads.history.read(self._storage, thread)
+        pending = pending_calls(history)
+        by_id = {call.id: call for call in pending}
+        unknown = sorted(results.keys() - by_id.keys())
+        missing = sorted(by_id.keys() - results.keys())
+        if unknown or missing:
+            raise DefinitionError(
+                f"submit_tool_results for thread {thread.id!r} must answer exactly the "
+                f"pending tool calls {sorted(by_id)}; unknown: {unknown}, missing: {missing}"
+            )
+        staged: list[Message] = [
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=tool_output_text(results[call.id]),
+                output=pydantic_core.to_jsonable_python(results[call.id]),
+            )
+            for call in pending
+        ]
+        return await self.run(agent, thread, caller, staged)
+
+    async def run_command(
+        self, caller: Caller, thread_id: str, name: str, raw_input: object
+    ) -> object:
+        self._threads.check_open()
+        command = self._agent.commands.get(name)
+        if command is None:
+            raise UnknownCommandError(name, list(self._agent.commands))
+        if isinstance(raw_input, command.input):
+            parsed = raw_input
+        else:
+            try:
+                parsed = command.input.model_validate(raw_input)
+            except ValidationError as error:
+                raise CommandInputError(
+                    f"input for command {name!r} is invalid: {validation_summary(error)}; "
+                    f"pass a {command.input.__name__} or a mapping of its fields"
+                ) from error
+        return await self._threads.tracked(
+            thread_id, partial(self._run_command, caller, thread_id, name, parsed)
+        )
+
+    async def _run_command(
+        self, caller: Caller, thread_id: str, name: str, parsed: object
+    ) -> object:
+        command = self._agent.commands[name]
+        thread = await self._threads.get(caller, thread_id)
+        run_context = await self._runtime_context(self._agent, thread, caller)
+        try:
+            capabilities = await self._acquisition.acquire(command.capabilities, thread, caller)
+            ctx: CommandContext[Any, Any] = CommandContext(
+                input=cast("BaseModel", parsed),
+                capabilities=capabilities,
+                thread_id=thread.id,
+                scope_key=caller.scope_key,
+                user_key=caller.user_key,
+                identity=caller.identity,
+                runtime_context=run_context,
+            )
+            return await resolve(command.run(ctx))
+        except Exception as error:
+            await self._record_error(thread.id, "command", error)
+            raise
+
+    # -- a run and its steps ------------------------------------------------------------------
+
+    async def run(
+        self, agent: Agent, thread: ThreadRecord, caller: Caller, staged: list[Message]
+    ) -> RunResult:
+        """Run ``agent`` in ``thread`` from ``staged`` until it answers, needs external tool
+        results, or runs out of steps."""
+        run = await self.begin(agent, thread, caller, staged)
+        for step in range(1, agent.max_steps + 1):
+            offered = await self.offered(run, step)
+            response = await self.request(run, offered, step)
+            result = await self.complete(run, offered, response, step)
+            if result is not None:
+                return result
+        raise await self.step_limit(run)
+
+    async def begin(
+        self, agent: Agent, thread: ThreadRecord, caller: Caller, staged: list[Message]
+    ) -> Run:
+        """Start a run: its runtime context, its instructions, the thread's history."""
+        if agent.model is None:
+            raise DefinitionError(
+                f"agent {agent.name!r} has no model; pass define_agent(model=...) or "
+                "create_test_runtime(model=...)"
+            )
+        run_context = await self._runtime_context(agent, thread, caller)
+        instructions = agent.instructions
+        if not isinstance(instructions, str):
+            run_input: InstructionsInput[Any] = InstructionsInput(
+                thread.id, caller.scope_key, caller.identity, caller.user_key, run_context
+            )
+            instructions = await self._app_call(
+                agent, thread, "instructions", instructions, run_input
+            )
+        history = await self._threads.history.read(self._storage, thread)
+        history.extend(staged)
+        return Run(agent, thread, caller, run_context, instructions, history, staged, [])
+
+    async def offered(self, run: Run, step: int) -> Offered:
+        """The tools the model is offered on this step: every tool whose predicate says so."""
+        agent = run.agent
+        offered = self._offers[agent.name]
+        if not agent.tool_enabled:
+            return offered
+        caller = run.caller
+        # One input serves every predicate of the step.
+        check: ToolEnabledInput[Any] = ToolEnabledInput(
+            runtime_context=run.runtime_context,
+            thread_id=run.thread.id,
+            scope_key=caller.scope_key,
+            user_key=caller.user_key,
+            identity=caller.identity,
+            agent_name=agent.name,
+            step=step,
+        )
+        disabled: list[str] | None = None
+        for name, enabled in agent.tool_enabled.items():
+            try:
+                value = enabled(check)
+                awaitable = maybe_await(value)
+                if awaitable is not None:
+                    value = await awaitable
+            except Exception as error:
+                failure = await self._app_failure(agent, run.thread, "runtime_context", error, name)
+                raise failure from error
+            if not value:
+                if disabled is None:
+                    disabled = []
+                disabled.append(name)
+        if disabled is None:
+            return offered
+        return Offered(
+            tuple(spec for spec in offered.specs if spec.name not in disabled),
+            offered.names.difference(disabled),
+        )
+
+    async def request(self, run: Run, offered: Offered, step: int) -> AssistantMessage:
+        """Ask the model for this step's answer (a failure is recorded in the thread)."""
+        model = run.agent.model
+        assert model is not None  # begin() checked
+        request = ModelRequest(
+            instructions=run.instructions,
+            messages=list(run.history),
+            tools=offered.specs,
+            step=step,
+        )
+        try:
+            return await model.request(request)
+        except Exception as error:
+            await self._record_error(run.thread.id, "model", error)
+            raise
+
+    async def complete(
+        self, run: Run, offered: Offered, response: AssistantMessage, step: int
+    ) -> RunResult | None:
+        """Run the step's tool calls and store the step (one append); the run's result when the
+        step ends it (a final answer, or calls to external tools), ``None`` to go on."""
+        agent = run.agent
+        calls = response.tool_calls
+        external: list[ToolCall] = []
+        runnable: list[ToolCall] = []
+        for call in calls:
+            tool = agent.tools.get(call.name) if call.name in offered.names else None
+            (external if tool is not None and tool.execute is None else runnable).append(call)
+        results = await self._run_tool_calls(run, offered, runnable)
+        step_messages: list[Message] = [*run.staged, response, *results]
+        await self._storage.append_messages(run.thread.id, step_messages)
+        run.history.append(response)
+        run.history.extend(results)
+        run.written.extend(step_messages)
+        run.staged = []
+        if external:
+            return RunResult(
+                run.thread.id,
+                "awaiting_tool_results",
+                response.content,
+                run.written,
+                step,
+                external,
+            )
+        if not calls:
+            return RunResult(run.thread.id, "completed", response.content, run.written, step)
+        return None
+
+    async def step_limit(self, run: Run) -> StepLimitExceededError:
+        """The error of a run that used every step (recorded in the thread)."""
+        error = StepLimitExceededError(
+            f"agent {run.agent.name!r} used all {run.agent.max_steps} steps in thread "
+            f"{run.thread.id!r} without a final answer; raise define_agent(max_steps=...) or "
+            "check the model's tool calls"
+        )
+        await self._record_error(run.thread.id, "runtime", error)
+        return error
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    async def _run_tool_calls(
+        self, run: Run, offered: Offered, calls: Sequence[ToolCall]
+    ) -> list[Message]:
+        if not calls:
+            return []
+        if len(calls) == 1:
+            return [await self._run_tool_call(run, offered, calls[0])]
+        results: list[Message | None] = [None] * len(calls)
+
+        async def one(index: int, call: ToolCall) -> None:
+            results[index] = await self._run_tool_call(run, offered, call)
+
+        async with anyio.create_task_group() as tg:
+            for index, call in enumerate(calls):
+                tg.start_soon(one, index, call)
+        return [r for r in results if r is not None]
+
+    async def _run_tool_call(self, run: Run, offered: Offered, call: ToolCall) -> ToolResultMessage:
+        agent, thread, caller = run.agent, run.thread, run.caller
+        if call.name not in offered.names:
+            # A stale or invented call, or a tool whose predicate said no on this step: it gets
+            # an answer, and no capability is acquired for it.
+            available = sorted(offered.names)
+            if call.name in agent.tools:
+                return _failed(
+                    call,
+                    f"Error: tool {call.name!r} is not available now; available tools: {available}",
+                )
+            return _failed(
+                call, f"Error: there is no tool named {call.name!r}; available tools: {available}"
+            )
+        subagent = agent.subagents.get(call.name)
+        if subagent is not None:
+            return await self._delegate(run, subagent, call)
+        tool = agent.tools[call.name]
+        try:
+            parsed = tool.input_schema.model_validate(call.arguments)
+        except ValidationError as error:
+            return _failed(
+                call,
+                f"Error: invalid input for tool {call.name!r}: {validation_summary(error)}. "
+                "Call it again with input matching its schema.",
+            )
+        try:
+            capabilities = await self._acquisition.acquire(tool.capabilities, thread, caller)
+        except (CapabilityAcquireError, CapabilityBindingError) as error:
+            await self._threads.report(
+                RuntimeErrorEvent(
+                    source="capability",
+                    error=error,
+                    message=str(error),
+                    capability_id=error.ids[0] if error.ids else None,
+                    thread_id=thread.id,
+                )
+            )
+            return _failed(
+                call,
+                f"Error: tool {call.name!r} could not start because a capability it needs is "
+                f"unavailable: {error}",
+            )
+        ctx: ToolContext[Any, Any] = ToolContext(
+            input=parsed,
+            capabilities=capabilities,
+            thread_id=thread.id,
+            tool_call_id=call.id,
+            scope_key=caller.scope_key,
+            user_key=caller.user_key,
+            identity=caller.identity,
+            runtime_context=run.runtime_context,
+        )
+        result, _ = await execute_tool(tool, ctx, call.name)
+        return result
+
+    async def _delegate(self, run: Run, subagent: Agent, call: ToolCall) -> ToolResultMessage:
+        try:
+            task = DelegateInput.model_validate(call.arguments).task
+        except ValidationError as error:
+            return _failed(
+                call, f"Error: invalid input for {call.name!r}: {validation_summary(error)}"
+            )
+        child = await self._threads.create(
+            run.caller, agent_name=subagent.name, thread_id=None, parent=run.thread
+        )
+        try:
+            result = await self._threads.tracked(
+                child.id,
+                partial(self.run, subagent, child, run.caller, [UserMessage(content=task)]),
+            )
+        except (StepLimitExceededError, ThreadDeletedError) as error:
+            return _failed(call, f"Error: subagent {call.name!r} did not finish: {error}")
+        return ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=result.text or "",
+            output={"thread_id": child.id, "text": result.text},
+        )
+
+    # -- app functions: runtime context, instructions, predicates -----------------------------
+
+    async def _runtime_context(self, agent: Agent, thread: ThreadRecord, caller: Caller) -> Any:
+        """The agent's runtime context for one run (``None`` when it has no function)."""
+        fn = agent.runtime_context
+        if fn is None:
+            return None
+        run = RuntimeContextInput(
+            identity=caller.identity,
+            thread_id=thread.id,
+            scope_key=caller.scope_key,
+            user_key=caller.user_key,
+            agent_name=agent.name,
+        )
+        return await self._app_call(agent, thread, "runtime_context", fn, run)
+
+    async def _app_call(
+        self,
+        agent: Agent,
+        thread: ThreadRecord,
+        source: str,
+        fn: Callable[[Any], object],
+        arg: object,
+    ) -> Any:
+        """Run an app function of the run on ``arg``: its failure is recorded in the thread and
+        raised as a :class:`RuntimeContextError`."""
+        try:
+            value = fn(arg)
+            awaitable = maybe_await(value)
+            return value if awaitable is None else await awaitable
+        except Exception as error:
+            raise await self._app_failure(agent, thread, source, error) from error
+
+    async def _app_failure(
+        self,
+        agent: Agent,
+        thread: ThreadRecord,
+        source: str,
+        error: Exception,
+        tool: str | None = None,
+    ) -> RuntimeContextError:
+        """Record an app function's failure in the thread; the error to raise from ``error``.
+
+        Predicates run on every step, so the message is only written on failure.
+        """
+        what = (
+            f"the enabled predicate of tool {tool!r} of agent {agent.name!r}"
+            if tool is not None
+            else f"{source} of agent {agent.name!r}"
+        )
+        failure = RuntimeContextError(
+            f"{what} raised {type(error).__name__}: {error}; the run in thread "
+            f"{thread.id!r} did not continue and nothing of it was saved but this error"
+        )
+        await self._record_error(thread.id, source, failure)
+        return failure
+
+    async def _record_error(self, thread_id: str, source: str, error: BaseException) -> None:
+        message = ErrorMessage(source=source, error_type=type(error).__name__, message=str(error))
+        # The thread may have been deleted meanwhile; then there is nothing to record into.
+        with contextlib.suppress(ThreadNotFoundError):
+            await self._storage.append_messages(thread_id, [message])
+
+
+def _failed(call: ToolCall, text: str) -> ToolResultMessage:
+    return ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=text, is_error=True)
+
+
+__all__ = ["AgentLoop", "Offered", "Run"]
