@@ -21,9 +21,9 @@ from pai.core._binding import create_capability_binding as create_capability_bin
 from pai.core._capability import Capability as Capability
 from pai.core._capability import define_capability as define_capability
 from pai.core._config import PaiConfig as PaiConfig
-from pai.core._config import bindings_from_config as bindings_from_config
-from pai.core._config import capability_binding as capability_binding
 from pai.core._config import load_config as load_config
+from pai.core._config_binding import bindings_from_config as bindings_from_config
+from pai.core._config_binding import capability_binding as capability_binding
 from pai.core._context import RuntimeContextInput as RuntimeContextInput
 from pai.core._context import ToolEnabledInput as ToolEnabledInput
 from pai.core._context import ToolEntry as ToolEntry

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 from pai.core._agent import Agent
 from pai.core._binding import CapabilityBinding
-from pai.core._config import PaiConfig, load_config, resolve_from_config
+from pai.core._config import PaiConfig, load_config
+from pai.core._config_binding import resolve_from_config
 from pai.core._errors import CapabilityBindingError, DefinitionError
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._model import Model

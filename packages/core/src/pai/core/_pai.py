@@ -11,7 +11,8 @@ import anyio
 from pai.core._agent import Agent
 from pai.core._assembly import create_agent_runtime, default_storage
 from pai.core._binding import CapabilityBinding
-from pai.core._config import PaiConfig, config_needed, load_config
+from pai.core._config import PaiConfig, load_config
+from pai.core._config_binding import config_needed
 from pai.core._errors import (
     CapabilityBindingError,
     ConfigError,

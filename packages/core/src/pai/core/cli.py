@@ -296,7 +296,8 @@ def _check(config: Any) -> None:
     import anyio
 
     from pai.core._agent import Requirement
-    from pai.core._config import bindings_from_config, check_capability_ids
+    from pai.core._config import check_capability_ids
+    from pai.core._config_binding import bindings_from_config
     from pai.core._plugins import get_plugins
     from pai.core._storage_config import storage_from_config
 
