@@ -26,6 +26,7 @@ from pai.core import (
     CapabilityBindingError,
     CapabilityScopeInput,
     InMemoryStorage,
+    StorageError,
     ThreadRecord,
     ToolResultMessage,
     create_agent_runtime,
@@ -620,5 +621,5 @@ async def test_a_parent_cycle_in_storage_fails_the_walk_instead_of_looping() -> 
             ThreadRecord(id=thread_id, scope_key=SCOPE, agent_name="main", parent_thread_id=parent)
         )
 
-    with pytest.raises(RuntimeError, match="cycle"):
+    with pytest.raises(StorageError, match="cycle"):
         await use(runtime, ANN, "a", "use")

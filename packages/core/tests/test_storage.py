@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, find, given, settings
 from hypothesis import strategies as st
 
-from pai.core._errors import ThreadExistsError
+from pai.core._errors import PaiError, StorageError, ThreadExistsError
 from pai.core._messages import (
     AssistantMessage,
     ErrorMessage,
@@ -142,11 +142,11 @@ async def test_sqlite_after_aclose_raises_saying_to_create_a_new_one(
     await store.aclose()
     await store.aclose()  # a second close is harmless
 
-    with pytest.raises(RuntimeError, match=r"SqliteStorage is closed; create a new SqliteStorage"):
+    with pytest.raises(StorageError, match=r"SqliteStorage is closed; create a new SqliteStorage"):
         await store.get_thread("t1")
-    with pytest.raises(RuntimeError, match="SqliteStorage is closed"):
+    with pytest.raises(StorageError, match="SqliteStorage is closed"):
         await store.append_messages("t1", [UserMessage(content="late")])
-    with pytest.raises(RuntimeError, match="SqliteStorage is closed"):
+    with pytest.raises(StorageError, match="SqliteStorage is closed"):
         await store.create_thread(thread("t2"))
 
 
@@ -154,15 +154,33 @@ async def test_sqlite_closed_before_first_use_still_refuses_use() -> None:
     store = SqliteStorage()
     await store.aclose()
 
-    with pytest.raises(RuntimeError, match="SqliteStorage is closed"):
+    with pytest.raises(StorageError, match="SqliteStorage is closed"):
         await store.list_threads("acme")
+
+
+async def test_sqlite_database_of_a_newer_schema_is_a_storage_error_saying_to_upgrade(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pai.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA user_version = 999")
+    connection.close()
+    store = SqliteStorage(path)
+
+    with pytest.raises(
+        StorageError, match=r"schema version 999, newer .* upgrade pai-core"
+    ) as info:
+        await store.get_thread("t1")
+    assert isinstance(info.value, PaiError)
+    assert isinstance(info.value, RuntimeError)  # what it raised before StorageError existed
+    await store.aclose()
 
 
 async def test_sqlite_unopenable_path_says_what_to_check(tmp_path: Path) -> None:
     store = SqliteStorage(tmp_path / "missing-dir" / "pai.db")
 
     with pytest.raises(
-        RuntimeError, match=r"cannot open the SQLite database at .*directory exists"
+        StorageError, match=r"cannot open the SQLite database at .*directory exists"
     ):
         await store.get_thread("t1")
     await store.aclose()

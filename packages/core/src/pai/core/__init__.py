@@ -52,6 +52,7 @@ from pai.core._errors import RetryableModelError as RetryableModelError
 from pai.core._errors import RuntimeClosedError as RuntimeClosedError
 from pai.core._errors import RuntimeContextError as RuntimeContextError
 from pai.core._errors import StepLimitExceededError as StepLimitExceededError
+from pai.core._errors import StorageError as StorageError
 from pai.core._errors import ThreadDeletedError as ThreadDeletedError
 from pai.core._errors import ThreadExistsError as ThreadExistsError
 from pai.core._errors import ThreadNotFoundError as ThreadNotFoundError
@@ -200,6 +201,7 @@ __all__ = [
     "SqliteStorage",
     "StepLimitExceededError",
     "Storage",
+    "StorageError",
     "StorageRegistration",
     "StorageURL",
     "StreamingModel",

@@ -15,6 +15,7 @@
     ├── ThreadNotFoundError            (LookupError: no thread with that id in this scope)
     ├── ThreadExistsError              (ValueError: a thread id is already taken)
     ├── ThreadDeletedError             (RuntimeError: the thread was deleted while work ran)
+    ├── StorageError                   (RuntimeError: storage cannot be opened, is closed or corrupt)
     ├── PluginError                    (a strict plugin load failed, a hook raised or returned junk)
     │   └── DuplicateRegistrationError       (also a UserError: two plugins register one name)
     ├── UnknownAgentError              (LookupError: create_pai has no agent of that id)
@@ -149,6 +150,11 @@ class ThreadExistsError(PaiError, ValueError):
 
 class ThreadDeletedError(PaiError, RuntimeError):
     """The thread was deleted while this operation ran; its work was cancelled."""
+
+
+class StorageError(PaiError, RuntimeError):
+    """Storage failed: the database cannot be opened or has a newer schema, the storage was
+    closed, or what it holds is corrupt. The message names the storage and what to do."""
 
 
 class CapabilityAcquireError(PaiError, RuntimeError):

@@ -13,7 +13,7 @@ from typing import Literal, TypeAlias, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from pai.core._errors import ThreadNotFoundError
+from pai.core._errors import StorageError, ThreadNotFoundError
 from pai.core._messages import AssistantMessage, Message
 from pai.core._storage import Storage, ThreadRecord
 
@@ -177,7 +177,7 @@ class RootCache:
                 root = known
                 break
             if record.id in seen:
-                raise RuntimeError(
+                raise StorageError(
                     f"the stored parent links of thread {thread.id!r} form a cycle through "
                     f"{record.id!r}; the storage is corrupt: delete those threads"
                 )

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
 
-from pai.core._errors import ThreadExistsError, ThreadNotFoundError
+from pai.core._errors import StorageError, ThreadExistsError, ThreadNotFoundError
 from pai.core._storage import ThreadRecord
 from pai.core._storage_codec import decode_message, encode_message, from_sql_text, to_sql_text
 from pai.core._storage_memory import parent_first, thread_exists_message
@@ -194,7 +194,7 @@ class SqliteStorage:
                 self.path, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None
             )
         except sqlite3.Error as error:
-            raise RuntimeError(
+            raise StorageError(
                 f"cannot open the SQLite database at {self.path!r}: {error}; check that the "
                 "directory exists and is writable, or pass another path to SqliteStorage"
             ) from error
@@ -207,7 +207,7 @@ class SqliteStorage:
                 connection.execute("PRAGMA wal_autocheckpoint = 0")
             (version,) = connection.execute("PRAGMA user_version").fetchone()
             if version > _SCHEMA_VERSION:
-                raise RuntimeError(
+                raise StorageError(
                     f"the SQLite database at {self.path!r} has schema version {version}, newer "
                     f"than this version of pai-core understands ({_SCHEMA_VERSION}); upgrade "
                     "pai-core, or use another path"
@@ -222,8 +222,8 @@ class SqliteStorage:
             raise
         return connection
 
-    def _closed_error(self) -> RuntimeError:
-        return RuntimeError(
+    def _closed_error(self) -> StorageError:
+        return StorageError(
             f"SqliteStorage is closed; create a new SqliteStorage({self.path!r}) to keep "
             "working (a file database keeps its data, a ':memory:' one does not)"
         )
