@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
+import tracemalloc
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import anyio
 import pytest
@@ -35,17 +37,59 @@ from pai.sandbox._errors import (
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
+    SandboxFileTooLargeError,
+    SandboxInputError,
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
 )
-from pai.sandbox._provider import SandboxProvider
-from pai.sandbox._sandbox import Sandbox
+from pai.sandbox._provider import SandboxInstance, SandboxProvider
+from pai.sandbox._sandbox import DEFAULT_READ_LIMIT, Sandbox
 from pai.sandbox._session import SandboxSessionManager
 from pai.sandbox._types import FileWrite, SeedFile
 
 _BACKENDS = ["asyncio", "trio"] if importlib.util.find_spec("trio") else ["asyncio"]
 
 TEN_MIB = 10 * 1024 * 1024
+
+#: The contract: a timed-out call returns within ``timeout + 1`` s. The suite allows 0.5 s more,
+#: because the machines tests run on are often slow and shared; a provider that needs more than
+#: this is late.
+TIMEOUT_RETURN_ALLOWANCE = 1.5
+
+#: Exit code of a command killed at its timeout (as GNU and busybox ``timeout`` report it).
+TIMEOUT_EXIT_CODE = 124
+
+#: A command that a timeout must kill whole: a CPU-burning loop started in the background by a
+#: shell that cleared its environment (so no inherited marker survives), and a long sleep.
+ENV_CLEARING_BACKGROUND_LOOP = "env -i sh -c 'while :; do :; done' & sleep 1000"
+
+#: Prints the command line of every process in the sandbox, one a line (arguments separated by
+#: NUL bytes), without naming what it looks for, so it never finds itself.
+LIST_PROCESSES = 'for f in /proc/[0-9]*/cmdline; do cat "$f"; echo; done 2>/dev/null; true'
+
+#: Bad ``run_command`` arguments: (id, keyword arguments, the argument the error must name).
+BAD_RUN_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
+    ("timeout-str", {"command": "true", "timeout": "5"}, "timeout"),
+    ("timeout-negative", {"command": "true", "timeout": -1}, "timeout"),
+    ("timeout-nan", {"command": "true", "timeout": float("nan")}, "timeout"),
+    ("command-bytes", {"command": b"echo hi"}, "command"),
+    ("command-list", {"command": ["echo", "hi"]}, "command"),
+    ("env-int-value", {"command": "env", "env": {"PORT": 8080}}, "PORT"),
+    ("env-bytes-name", {"command": "env", "env": {b"NAME": "x"}}, "env"),
+    ("env-list", {"command": "env", "env": ["A=1"]}, "env"),
+    ("stdin-str", {"command": "cat", "stdin": "text"}, "stdin"),
+    ("stdin-int", {"command": "cat", "stdin": 1}, "stdin"),
+    ("cwd-int", {"command": "pwd", "cwd": 5}, "cwd"),
+]
+
+#: Bad facade options: (id, keyword arguments, the option the error must name).
+BAD_SANDBOX_OPTIONS: list[tuple[str, dict[str, Any], str]] = [
+    ("read_limit-zero", {"read_limit": 0}, "read_limit"),
+    ("read_limit-negative", {"read_limit": -1}, "read_limit"),
+    ("read_limit-str", {"read_limit": "64"}, "read_limit"),
+    ("output_limit-negative", {"output_limit": -1}, "output_limit"),
+    ("default_timeout-str", {"default_timeout": "5"}, "default_timeout"),
+]
 
 
 class SandboxProviderConformance:
@@ -102,13 +146,30 @@ class SandboxProviderConformance:
         key: str | None = None,
         seed: Iterable[SeedFile] = (),
         output_limit: int = 1024 * 1024,
+        read_limit: int = DEFAULT_READ_LIMIT,
+        default_timeout: float | None = 60,
     ) -> Sandbox:
+        """A facade over ``provider`` for a fresh key (or ``key``), with these options."""
         manager = SandboxSessionManager(provider, seed=seed)
         return Sandbox(
             manager.handle(key if key is not None else self.new_key()),
-            default_timeout=60,
+            default_timeout=default_timeout,
             output_limit=output_limit,
+            read_limit=read_limit,
         )
+
+    async def provisioned(self, provider: SandboxProvider, **options: Any) -> Sandbox:
+        """A sandbox whose instance exists already, so timings leave its creation out."""
+        sandbox = self.sandbox(provider, **options)
+        await sandbox.run_command("true")
+        return sandbox
+
+    async def instance_of(self, provider: SandboxProvider, sandbox: Sandbox) -> SandboxInstance:
+        """The provider's instance behind ``sandbox``, to check the contract below the facade."""
+        await sandbox.run_command("true")
+        instance = await provider.find(sandbox.key)
+        assert instance is not None, f"find({sandbox.key!r}) gave None for a live instance"
+        return instance
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -186,8 +247,8 @@ class SandboxProviderConformance:
             timeout=self.timeout_seconds,
         )
         assert result.timed_out
-        assert result.exit_code != 0
-        assert result.duration < self.timeout_seconds + 30
+        assert result.exit_code == TIMEOUT_EXIT_CODE
+        assert result.duration <= self.timeout_seconds + TIMEOUT_RETURN_ALLOWANCE
         ticks = await sandbox.read_file("/workspace/ticks")
         # A bounded wait to show that something has stopped: if the loop survived its timeout,
         # it would append several more ticks in this time.
@@ -227,6 +288,143 @@ class SandboxProviderConformance:
                 tg.start_soon(one, i)
         assert results == {i: f"{i}\n" for i in range(self.concurrent_commands)}
         assert sum(1 for info in await provider.list_instances() if info.key == sandbox.key) == 1
+
+    async def test_a_timed_out_command_exits_with_124_within_a_second_of_its_timeout(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = await self.provisioned(provider)
+        started = time.monotonic()
+        result = await sandbox.run_command("sleep 30", timeout=1)
+        elapsed = time.monotonic() - started
+        assert (result.timed_out, result.exit_code) == (True, TIMEOUT_EXIT_CODE)
+        # The contract says timeout + 1 s; TIMEOUT_RETURN_ALLOWANCE adds 0.5 s for slow machines.
+        assert elapsed <= 1 + TIMEOUT_RETURN_ALLOWANCE, f"returned after {elapsed:.2f} s"
+
+    async def test_a_timeout_returns_in_time_for_a_backgrounded_env_clearing_process(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = await self.provisioned(provider)
+        started = time.monotonic()
+        result = await sandbox.run_command(ENV_CLEARING_BACKGROUND_LOOP, timeout=1)
+        elapsed = time.monotonic() - started
+        assert (result.timed_out, result.exit_code) == (True, TIMEOUT_EXIT_CODE)
+        # The contract says timeout + 1 s; TIMEOUT_RETURN_ALLOWANCE adds 0.5 s for slow machines.
+        assert elapsed <= 1 + TIMEOUT_RETURN_ALLOWANCE, f"returned after {elapsed:.2f} s"
+
+    async def test_a_timeout_leaves_no_process_of_the_command_running(
+        self, provider: SandboxProvider
+    ) -> None:
+        if not provider.features.processes:
+            pytest.skip(
+                f"provider {provider.name!r} does not run commands as OS processes "
+                "(features.processes is False), so there are no processes to look for; the "
+                "timeout tests above still hold it to timed_out, exit 124 and the deadline"
+            )
+        sandbox = await self.provisioned(provider)
+        before = await sandbox.run_command(LIST_PROCESSES)
+        assert "\0" in before.stdout, f"cannot list processes in /proc/*/cmdline: {before!r}"
+        result = await sandbox.run_command(ENV_CLEARING_BACKGROUND_LOOP, timeout=1)
+        assert result.timed_out
+        running = (await sandbox.run_command(LIST_PROCESSES)).stdout
+        survivors = [
+            command.replace("\0", " ").strip()
+            for command in running.splitlines()
+            if "while :; do :; done" in command or "sleep\x001000" in command
+        ]
+        assert survivors == [], "processes the timed-out command started are still running"
+
+    async def test_stdin_none_gives_the_command_an_immediate_end_of_file(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = await self.provisioned(provider)
+        result = await sandbox.run_command("cat; wc -c; echo done", timeout=10)
+        assert (result.timed_out, result.exit_code) == (False, 0)
+        assert result.stdout.split() == ["0", "done"]
+
+    async def test_printf_writes_the_raw_byte_it_is_given(self, provider: SandboxProvider) -> None:
+        sandbox = self.sandbox(provider)
+        result = await sandbox.run_command("printf '\\377' > ff.bin")
+        assert result.exit_code == 0, result.stderr
+        assert await sandbox.read_file("ff.bin") == b"\xff"
+
+    async def test_stdin_bytes_reach_the_command_unchanged(self, provider: SandboxProvider) -> None:
+        sandbox = self.sandbox(provider)
+        data = bytes(range(256))
+        result = await sandbox.run_command("cat > stdin.bin", stdin=data)
+        assert result.exit_code == 0, result.stderr
+        assert await sandbox.read_file("stdin.bin") == data
+
+    async def test_command_output_reaches_the_result_byte_for_byte(
+        self, provider: SandboxProvider
+    ) -> None:
+        # Below the facade, which decodes text: the instance's result carries the bytes.
+        instance = await self.instance_of(provider, self.sandbox(provider))
+        data = bytes(range(256))
+        raw = await instance.run(
+            "cat", cwd="/workspace", env={}, stdin=data, timeout=30, output_limit=1024 * 1024
+        )
+        assert (raw.exit_code, raw.stdout, raw.truncated) == (0, data, False)
+
+    async def test_a_long_pipeline_is_not_silently_truncated(
+        self, provider: SandboxProvider
+    ) -> None:
+        result = await self.sandbox(provider).run_command("seq 1 200000 | wc -l")
+        assert (result.exit_code, result.stdout.strip(), result.stderr) == (0, "200000", "")
+
+    @pytest.mark.parametrize("cwd", ["missing/folder", "a-file.txt"], ids=["missing", "a-file"])
+    async def test_a_cwd_that_is_not_a_folder_is_a_result_with_a_non_zero_exit(
+        self, provider: SandboxProvider, cwd: str
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("a-file.txt", "not a folder")
+        result = await sandbox.run_command("echo ran", cwd=cwd)
+        assert result.exit_code != 0
+        assert result.stdout == ""
+        assert result.stderr.strip() != "", "the failure says nothing on stderr"
+
+    async def test_a_hundred_concurrent_appends_leave_a_hundred_lines(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = await self.provisioned(provider)
+        failed: list[tuple[int, str]] = []
+
+        async def append(i: int) -> None:
+            result = await sandbox.run_command(f"echo {i} >> /workspace/log")
+            if result.exit_code != 0:
+                failed.append((i, result.stderr))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(100):
+                tg.start_soon(append, i)
+        assert failed == []
+        lines = (await sandbox.read_text("log")).splitlines()
+        assert sorted(lines, key=int) == [str(i) for i in range(100)]
+
+    @pytest.mark.parametrize(
+        ("arguments", "named"),
+        [(arguments, named) for _, arguments, named in BAD_RUN_ARGUMENTS],
+        ids=[case for case, _, _ in BAD_RUN_ARGUMENTS],
+    )
+    async def test_bad_argument_types_are_refused_before_the_provider_is_called(
+        self, provider: SandboxProvider, arguments: dict[str, Any], named: str
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        with pytest.raises(SandboxInputError) as refused:
+            await sandbox.run_command(**arguments)
+        assert named in str(refused.value)
+        assert await provider.find(sandbox.key) is None, "an instance was created anyway"
+
+    @pytest.mark.parametrize(
+        ("options", "named"),
+        [(options, named) for _, options, named in BAD_SANDBOX_OPTIONS],
+        ids=[case for case, _, _ in BAD_SANDBOX_OPTIONS],
+    )
+    async def test_bad_sandbox_options_are_refused_naming_the_option(
+        self, provider: SandboxProvider, options: dict[str, Any], named: str
+    ) -> None:
+        with pytest.raises(SandboxInputError) as refused:
+            self.sandbox(provider, **options)
+        assert named in str(refused.value)
 
     # -- files --------------------------------------------------------------------------------
 
@@ -335,6 +533,182 @@ class SandboxProviderConformance:
             await sandbox.list_dir("f.txt")
         with pytest.raises(SandboxFileNotFoundError):
             await sandbox.list_dir("nowhere")
+
+    # -- files: writes never destroy ------------------------------------------------------------
+
+    async def test_writing_a_file_over_a_folder_raises_and_keeps_the_folder(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("src/keep.txt", "kept")
+        with pytest.raises(SandboxIsADirectoryError) as refused:
+            await sandbox.write_file("src", "x")
+        assert refused.value.filename == "/workspace/src"
+        assert [(e.name, e.type) for e in await sandbox.list_dir("src")] == [("keep.txt", "file")]
+        assert await sandbox.read_text("src/keep.txt") == "kept"
+
+    async def test_writing_the_workspace_itself_raises_and_the_sandbox_keeps_working(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("before.txt", "before\n")
+        with pytest.raises(SandboxIsADirectoryError):
+            await sandbox.write_file("/workspace", "x")
+        result = await sandbox.run_command("pwd && cat before.txt && echo later > later.txt")
+        assert (result.exit_code, result.stdout) == (0, "/workspace\nbefore\n"), result.stderr
+        await sandbox.write_file("written.txt", "written")
+        assert await sandbox.read_text("written.txt") == "written"
+        assert await sandbox.read_text("later.txt") == "later\n"
+
+    @pytest.mark.parametrize("path", ["f.txt/inner.txt", "f.txt/deeper/inner.txt"])
+    async def test_writing_through_a_file_raises_not_a_directory(
+        self, provider: SandboxProvider, path: str
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("f.txt", "a file")
+        with pytest.raises(SandboxNotADirectoryError):
+            await sandbox.write_file(path, "x")
+        assert await sandbox.read_text("f.txt") == "a file"
+
+    async def test_a_failing_batch_write_keeps_the_data_that_was_there(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_files({"data/a.txt": "a", "data/b.txt": "b", "old.txt": "old"})
+        with pytest.raises(SandboxIsADirectoryError):
+            await sandbox.write_files([FileWrite("new.txt", b"new"), FileWrite("data", b"x")])
+        assert await sandbox.read_text("data/a.txt") == "a"
+        assert await sandbox.read_text("data/b.txt") == "b"
+        assert await sandbox.read_text("old.txt") == "old"
+
+    # -- files: symlinks (followed inside the sandbox) -------------------------------------------
+
+    async def link(self, sandbox: Sandbox, target: str, name: str) -> None:
+        """Make the symlink ``name`` -> ``target`` with ``ln -s`` (paths relative to /workspace)."""
+        made = await sandbox.run_command(f"ln -s {target} {name}")
+        assert made.exit_code == 0, f"ln -s {target} {name} failed: {made.stderr}"
+
+    async def test_reading_through_a_symlink_reads_its_target(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("target.txt", "the target")
+        await self.link(sandbox, "target.txt", "link.txt")
+        assert await sandbox.read_text("link.txt") == "the target"
+
+    async def test_a_path_through_a_symlinked_folder_reaches_the_folder(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("real/inner.txt", "inner")
+        await self.link(sandbox, "real", "alias")
+        assert await sandbox.read_text("alias/inner.txt") == "inner"
+        await sandbox.write_file("alias/new.txt", "new")
+        assert await sandbox.read_text("real/new.txt") == "new"
+
+    async def test_writing_through_a_symlink_changes_its_target_and_keeps_the_link(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("target.txt", "old")
+        await self.link(sandbox, "target.txt", "link.txt")
+        await sandbox.write_file("link.txt", "new")
+        assert await sandbox.read_text("target.txt") == "new"
+        assert (await sandbox.run_command("readlink link.txt")).stdout == "target.txt\n"
+
+    async def test_exists_follows_symlinks_and_a_dangling_one_does_not_exist(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("target.txt", "x")
+        await self.link(sandbox, "target.txt", "good")
+        await self.link(sandbox, "missing.txt", "dangling")
+        assert await sandbox.exists("good")
+        assert not await sandbox.exists("dangling")
+
+    async def test_list_dir_reports_a_symlink_as_itself(self, provider: SandboxProvider) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("d/target.txt", "x")
+        await self.link(sandbox, "target.txt", "d/link")
+        await self.link(sandbox, "missing.txt", "d/dangling")
+        entries = await sandbox.list_dir("d")
+        assert [(e.name, e.path, e.type) for e in entries] == [
+            ("dangling", "/workspace/d/dangling", "symlink"),
+            ("link", "/workspace/d/link", "symlink"),
+            ("target.txt", "/workspace/d/target.txt", "file"),
+        ]
+
+    async def test_remove_of_a_symlink_removes_the_link_and_keeps_the_target(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("target.txt", "kept")
+        await self.link(sandbox, "target.txt", "link.txt")
+        await sandbox.remove("link.txt")
+        assert [e.name for e in await sandbox.list_dir(".")] == ["target.txt"]
+        assert await sandbox.read_text("target.txt") == "kept"
+
+    @pytest.mark.parametrize("recursive", [False, True], ids=["plain", "recursive"])
+    async def test_remove_of_a_symlink_to_a_folder_keeps_the_folder_and_its_contents(
+        self, provider: SandboxProvider, recursive: bool
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("real/inner.txt", "kept")
+        await self.link(sandbox, "real", "alias")
+        await sandbox.remove("alias", recursive=recursive)
+        assert [e.name for e in await sandbox.list_dir(".")] == ["real"]
+        assert await sandbox.read_text("real/inner.txt") == "kept"
+
+    # -- files: bounded reads ---------------------------------------------------------------------
+
+    async def test_a_file_at_the_read_limit_reads_whole(self, provider: SandboxProvider) -> None:
+        sandbox = self.sandbox(provider, read_limit=1024)
+        data = os.urandom(1024)
+        await sandbox.write_file("at-limit.bin", data)
+        assert await sandbox.read_file("at-limit.bin") == data
+
+    async def test_a_file_over_the_read_limit_raises_naming_size_and_limit(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider, read_limit=1024)
+        await sandbox.write_file("over.bin", b"x" * 1025)
+        with pytest.raises(SandboxFileTooLargeError) as too_large:
+            await sandbox.read_file("over.bin")
+        error = too_large.value
+        assert (error.path, error.size, error.limit) == ("/workspace/over.bin", 1025, 1024)
+        assert "read_limit" in str(error)
+
+    async def test_the_instance_itself_refuses_a_file_over_max_bytes(
+        self, provider: SandboxProvider
+    ) -> None:
+        # Below the facade (which checks again): the provider must check, not the facade for it.
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("over.bin", b"x" * 1025)
+        instance = await self.instance_of(provider, sandbox)
+        with pytest.raises(SandboxFileTooLargeError) as too_large:
+            await instance.read_file("/workspace/over.bin", max_bytes=1024)
+        error = too_large.value
+        assert (error.path, error.size, error.limit) == ("/workspace/over.bin", 1025, 1024)
+
+    async def test_a_file_over_the_read_limit_is_refused_before_it_is_transferred(
+        self, provider: SandboxProvider
+    ) -> None:
+        size, limit = 16 * 1024 * 1024, 1024 * 1024
+        sandbox = self.sandbox(provider, read_limit=limit)
+        await sandbox.write_file("huge.bin", bytes(size))
+        started_here = not tracemalloc.is_tracing()
+        if started_here:
+            tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            with pytest.raises(SandboxFileTooLargeError):
+                await sandbox.read_file("huge.bin")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            if started_here:
+                tracemalloc.stop()
+        # Whoever transferred the file first would have held all 16 MiB on the host.
+        assert peak < size // 2, f"the host allocated {peak} bytes to refuse a {size}-byte file"
 
     # -- lifecycle ----------------------------------------------------------------------------
 
