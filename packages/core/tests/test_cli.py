@@ -384,6 +384,30 @@ def test_python_dash_m_pai_core_cli_runs_plugins_json(tmp_path: Path) -> None:
         assert set(row) == {"name", "distribution", "version", "status", "hooks", "error"}
 
 
+@pytest.mark.parametrize("check", [False, True], ids=["config", "config --check"])
+def test_a_config_mistake_in_the_real_process_is_one_message_without_a_traceback(
+    tmp_path: Path, check: bool
+) -> None:
+    (tmp_path / "pai.toml").write_text('[capabilites.sandbox]\nprovider = "docker"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAI_")}
+    completed = subprocess.run(
+        [sys.executable, "-m", "pai.core.cli", "config", *(["--check"] if check else [])],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**env, "PAI_LOAD_PLUGINS": ""},
+        timeout=120,
+        check=False,
+    )
+
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    [line] = completed.stderr.splitlines()
+    assert line.startswith("Error: unknown configuration table [capabilites]")
+    assert "pai.toml" in line
+    assert "did you mean 'capabilities'?" in line
+
+
 # -- pai config --check ------------------------------------------------------------------------------
 
 

@@ -690,6 +690,24 @@ async def test_a_binding_given_in_code_wins_over_configuration(tmp_path: Path) -
     assert fetched(result.messages) == {"url": "https://code", "scope": "code"}
 
 
+def test_a_user_scope_chosen_in_configuration_without_a_user_key_fails_at_construction(
+    tmp_path: Path,
+) -> None:
+    config = config_of(tmp_path, '[capabilities.acme.vault]\nscope = "user"\nurl = "u"\n')
+
+    with pytest.raises(CapabilityBindingError, match="user_key") as caught:
+        create_agent_runtime(
+            agent=fetch_tool_agent(),
+            scope_key=scope_of,
+            storage=InMemoryStorage(),
+            config=config,
+            plugins=vault_plugins(),
+        )
+
+    assert caught.value.ids == ("acme.vault",)
+    assert "scope 'user'" in str(caught.value)
+
+
 def test_configuration_is_not_read_when_code_binds_everything_and_passes_storage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
