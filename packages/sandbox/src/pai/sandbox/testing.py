@@ -59,9 +59,13 @@ TIMEOUT_RETURN_ALLOWANCE = 1.5
 #: Exit code of a command killed at its timeout (as GNU and busybox ``timeout`` report it).
 TIMEOUT_EXIT_CODE = 124
 
-#: A command that a timeout must kill whole: a CPU-burning loop started in the background by a
-#: shell that cleared its environment (so no inherited marker survives), and a long sleep.
-ENV_CLEARING_BACKGROUND_LOOP = "env -i sh -c 'while :; do :; done' & sleep 1000"
+#: Commands a timeout must kill whole, each leaving a CPU-burning loop behind a long sleep:
+#: started in the background by a shell that cleared its environment (so no inherited marker
+#: survives), and double-forked (its parent exits at once, so it is reparented).
+RUNAWAY_COMMANDS: dict[str, str] = {
+    "env-clearing-background": "env -i sh -c 'while :; do :; done' & sleep 1000",
+    "double-forked": "sh -c '(while :; do :; done) &'; sleep 1000",
+}
 
 #: Prints the command line of every process in the sandbox, one a line (arguments separated by
 #: NUL bytes), without naming what it looks for, so it never finds itself.
@@ -300,19 +304,21 @@ class SandboxProviderConformance:
         # The contract says timeout + 1 s; TIMEOUT_RETURN_ALLOWANCE adds 0.5 s for slow machines.
         assert elapsed <= 1 + TIMEOUT_RETURN_ALLOWANCE, f"returned after {elapsed:.2f} s"
 
-    async def test_a_timeout_returns_in_time_for_a_backgrounded_env_clearing_process(
-        self, provider: SandboxProvider
+    @pytest.mark.parametrize("command", list(RUNAWAY_COMMANDS.values()), ids=list(RUNAWAY_COMMANDS))
+    async def test_a_timeout_returns_in_time_for_a_command_that_left_a_runaway_process(
+        self, provider: SandboxProvider, command: str
     ) -> None:
         sandbox = await self.provisioned(provider)
         started = time.monotonic()
-        result = await sandbox.run_command(ENV_CLEARING_BACKGROUND_LOOP, timeout=1)
+        result = await sandbox.run_command(command, timeout=1)
         elapsed = time.monotonic() - started
         assert (result.timed_out, result.exit_code) == (True, TIMEOUT_EXIT_CODE)
         # The contract says timeout + 1 s; TIMEOUT_RETURN_ALLOWANCE adds 0.5 s for slow machines.
         assert elapsed <= 1 + TIMEOUT_RETURN_ALLOWANCE, f"returned after {elapsed:.2f} s"
 
+    @pytest.mark.parametrize("command", list(RUNAWAY_COMMANDS.values()), ids=list(RUNAWAY_COMMANDS))
     async def test_a_timeout_leaves_no_process_of_the_command_running(
-        self, provider: SandboxProvider
+        self, provider: SandboxProvider, command: str
     ) -> None:
         if not provider.features.processes:
             pytest.skip(
@@ -323,7 +329,7 @@ class SandboxProviderConformance:
         sandbox = await self.provisioned(provider)
         before = await sandbox.run_command(LIST_PROCESSES)
         assert "\0" in before.stdout, f"cannot list processes in /proc/*/cmdline: {before!r}"
-        result = await sandbox.run_command(ENV_CLEARING_BACKGROUND_LOOP, timeout=1)
+        result = await sandbox.run_command(command, timeout=1)
         assert result.timed_out
         running = (await sandbox.run_command(LIST_PROCESSES)).stdout
         survivors = [
