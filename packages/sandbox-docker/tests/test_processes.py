@@ -47,7 +47,7 @@ async def test_a_second_process_finds_the_container_by_key(namespace: str, test_
                     provider = DockerSandboxProvider(sys.argv[1], namespace=sys.argv[2])
                     found = await provider.find(sys.argv[3])
                     print(found.instance_id)
-                    print((await found.read_file("/workspace/note.txt")).decode())
+                    print((await found.read_file("/workspace/note.txt", max_bytes=1024)).decode())
                     await provider.aclose()
 
                 anyio.run(main)

@@ -1,9 +1,13 @@
 """The one module that touches the ``docker`` SDK (untyped): narrow, typed, synchronous calls.
 
 Everything here blocks; the provider runs each call in a worker thread (``anyio.to_thread``).
-SDK errors are translated here: a container that is gone (404 "No such container", 409 "is not
-running") becomes :class:`~pai.sandbox.SandboxVanishedError`, a missing path in an archive call
-becomes :class:`PathMissing`, anything else :class:`~pai.sandbox.SandboxProviderError`.
+Every SDK error is translated here, so none escapes the provider: a container that is gone (404
+"No such container") becomes :class:`~pai.sandbox.SandboxVanishedError`; one that exists but is
+stopped or paused becomes :class:`ContainerStopped` / :class:`ContainerPaused` (the instance starts
+or unpauses it: its files are kept); a missing path in an archive call becomes
+:class:`PathMissing`; a name taken by another create :class:`NameConflict`; anything else
+(including a broken connection) :class:`~pai.sandbox.SandboxProviderError`. Messages have the
+engine's host paths (``/var/lib/docker/...``) removed: a sandbox user never learns them.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import re
 import socket
 import struct
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
+from urllib.parse import quote
 
 from pai.sandbox.provider import SandboxProviderError, SandboxVanishedError
 
@@ -31,8 +37,58 @@ class PathMissing(Exception):
     """A path given to an archive call does not exist in the container."""
 
 
+class PathNotADirectory(Exception):
+    """A path given to an archive call goes through something that is not a folder."""
+
+
 class ImageMissing(Exception):
     """The image is not present locally and could not be pulled."""
+
+
+class ContainerStopped(Exception):
+    """The container exists but is not running (killed, stopped, or the engine restarted)."""
+
+
+class ContainerPaused(Exception):
+    """The container exists but is paused (``docker pause``)."""
+
+
+class NameConflict(Exception):
+    """Another container already has the name (a concurrent create won the race)."""
+
+
+class TooLarge(Exception):
+    """An archive read stopped early: the file is larger than the caller's limit."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+# Raised by this module on purpose: never translated again.
+_PASSED_THROUGH = (
+    SandboxProviderError,
+    SandboxVanishedError,
+    PathMissing,
+    PathNotADirectory,
+    ImageMissing,
+    ContainerStopped,
+    ContainerPaused,
+    NameConflict,
+    TooLarge,
+)
+
+# Absolute host paths of the engine's state (/var/lib/docker/..., a custom data root, containerd
+# and runc state): removed from every message, so a sandbox user never learns the host layout.
+_HOST_PATH = re.compile(
+    r"/(?:[\w.@+-]+/)*(?:docker|containerd|moby|runc|overlay2?|vfs|snapshots?|dockerd)"
+    r"(?:/[^\s'\"(),;]*)?"
+)
+
+
+def scrub(text: str) -> str:
+    """``text`` with the engine's host paths replaced by ``<engine path>``."""
+    return _HOST_PATH.sub("<engine path>", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +118,8 @@ class ContainerSpec:
     cpus: float | None
     memory: str | int | None
     pids_limit: int | None
+    runtime: str | None = None
+    disk: str | None = None
     cap_drop: Sequence[str] = ("ALL",)
     security_opt: Sequence[str] = ("no-new-privileges",)
     init: bool = True
@@ -99,7 +157,7 @@ def _docker() -> Any:
 
 
 def _explanation(error: BaseException) -> str:
-    return str(getattr(error, "explanation", None) or error)
+    return scrub(str(getattr(error, "explanation", None) or error))
 
 
 class Engine:
@@ -111,6 +169,7 @@ class Engine:
         self._lock = threading.Lock()
         self._docker = _docker()
         self._errors: Any = self._docker.errors
+        self._info: dict[str, Any] | None = None
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -125,46 +184,82 @@ class Engine:
                         )
                     else:
                         self._client = self._docker.from_env(max_pool_size=64)
-                except self._errors.DockerException as error:
+                except Exception as error:  # DockerException, but also URL and socket errors
                     raise SandboxProviderError(
                         f"cannot connect to the Docker engine "
-                        f"({self.docker_host or 'DOCKER_HOST or the default socket'}): {error}; "
-                        "start Docker or set docker_host=..."
-                    ) from error
+                        f"({self.docker_host or 'DOCKER_HOST or the default socket'}): "
+                        f"{_explanation(error)}; start Docker or set docker_host=..."
+                    ) from None
             return self._client.api
 
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None
         if client is not None:
-            client.close()
+            with contextlib.suppress(Exception):
+                client.close()
 
     # -- error translation --------------------------------------------------------------------
 
-    def _gone(self, error: BaseException, container: str) -> bool:
+    def _status(self, error: BaseException) -> int | None:
+        return getattr(error, "status_code", None)
+
+    def _translate(self, error: BaseException, container: str, what: str) -> Exception:
+        """The exception to raise for an SDK error of ``what`` on ``container``."""
         text = _explanation(error).lower()
         if isinstance(error, self._errors.NotFound) and "no such container" in text:
-            return True
-        status = getattr(error, "status_code", None)
-        return status == 409 and ("is not running" in text or "is paused" in text)
-
-    def _fail(self, error: BaseException, container: str, what: str) -> Exception:
-        if self._gone(error, container):
             return SandboxVanishedError(f"the Docker container {container[:12]} is gone ({what})")
-        return SandboxProviderError(f"Docker {what} failed: {_explanation(error)}")
+        if self._status(error) == 409 and "is paused" in text:
+            return ContainerPaused(container)
+        if self._status(error) == 409 and ("is not running" in text or "restarting" in text):
+            return ContainerStopped(container)
+        if isinstance(error, self._errors.APIError):
+            return SandboxProviderError(f"Docker {what} failed: {_explanation(error)}")
+        return SandboxProviderError(
+            f"Docker {what} failed: the engine could not be reached or broke off "
+            f"({type(error).__name__}: {_explanation(error)}); check that it is running"
+        )
+
+    @contextlib.contextmanager
+    def _calling(self, what: str, container: str = "") -> Generator[None]:
+        """Translate any error of the SDK call inside (never lets a raw one through)."""
+        try:
+            yield
+        except (
+            SandboxProviderError,
+            SandboxVanishedError,
+            PathMissing,
+            PathNotADirectory,
+            TooLarge,
+        ):
+            raise
+        except Exception as error:
+            raise self._translate(error, container, what) from None
+
+    def info(self) -> dict[str, Any]:
+        """The engine's ``docker info`` (cached): storage driver, runtimes, ..."""
+        if self._info is None:
+            with self._calling("info"):
+                self._info = cast("dict[str, Any]", self.api.info())
+        return self._info
 
     # -- containers ---------------------------------------------------------------------------
 
     def image_user(self, image: str) -> str | None:
         """The image's configured ``USER``, or ``None`` when it is absent (not pulled)."""
         try:
-            attrs = cast("dict[str, Any]", self.api.inspect_image(image))
-        except self._errors.ImageNotFound:
-            return None
-        except self._errors.APIError as error:
-            raise SandboxProviderError(
-                f"Docker image inspect failed: {_explanation(error)}"
-            ) from error
+            with self._calling("image inspect"):
+                try:
+                    attrs = cast("dict[str, Any]", self.api.inspect_image(image))
+                except self._errors.ImageNotFound:
+                    return None
+        except SandboxProviderError as error:
+            if "invalid reference format" in str(error).lower():
+                raise SandboxProviderError(
+                    f"image {image!r} is not a valid Docker image name; write it as "
+                    "name[:tag], e.g. image='python:3.12-slim'"
+                ) from None
+            raise
         config = cast("dict[str, Any]", attrs.get("Config") or {})
         return str(config.get("User") or "")
 
@@ -177,83 +272,96 @@ class Engine:
             for event in self.api.pull(repository, tag=tag or None, stream=True, decode=True):
                 event = cast("dict[str, Any]", event)
                 if "error" in event:
-                    raise ImageMissing(str(event["error"]))
+                    raise ImageMissing(scrub(str(event["error"])))
                 line = " ".join(str(event[k]) for k in ("id", "status", "progress") if event.get(k))
                 if line and line != last:
                     _log.info("pull %s: %s", image, line)
                     last = line
-        except self._errors.DockerException as error:
-            raise ImageMissing(_explanation(error)) from error
-        except OSError as error:
-            raise ImageMissing(str(error)) from error
+        except ImageMissing:
+            raise
+        except SandboxProviderError as error:
+            raise ImageMissing(str(error)) from None
+        except Exception as error:
+            raise ImageMissing(_explanation(error)) from None
 
     def create_container(self, spec: ContainerSpec, *, pull: bool = True) -> str:
-        """Create (not start) a container; replaces one with the same name. Returns its id."""
-        api = self.api
-        host_config = api.create_host_config(
-            network_mode=spec.network,
-            cap_drop=list(spec.cap_drop),
-            security_opt=list(spec.security_opt),
-            pids_limit=spec.pids_limit,
-            mem_limit=spec.memory,
-            nano_cpus=int(spec.cpus * 1e9) if spec.cpus else None,
-            init=spec.init,
-        )
-        for attempt in range(3):
+        """Create (not start) a container. Returns its id.
+
+        Raises :class:`NameConflict` when a container of that name exists (the caller decides
+        whether it is the winner of a concurrent create or a stale one), :class:`ImageMissing`.
+        """
+        with self._calling("container create"):
+            api = self.api
+            host_config = api.create_host_config(
+                network_mode=spec.network,
+                cap_drop=list(spec.cap_drop),
+                security_opt=list(spec.security_opt),
+                pids_limit=spec.pids_limit,
+                mem_limit=spec.memory,
+                nano_cpus=int(spec.cpus * 1e9) if spec.cpus else None,
+                init=spec.init,
+                runtime=spec.runtime,
+                storage_opt={"size": spec.disk} if spec.disk else None,
+            )
+        for attempt in range(2):
             try:
-                created = api.create_container(
-                    spec.image,
-                    command=list(spec.command),
-                    user=spec.user or "",
-                    environment=dict(spec.env),
-                    working_dir=spec.workdir,
-                    labels=dict(spec.labels),
-                    name=spec.name,
-                    host_config=host_config,
-                    detach=True,
-                )
-                return str(cast("dict[str, Any]", created)["Id"])
-            except self._errors.ImageNotFound as error:
-                if not pull or attempt > 0:
-                    raise ImageMissing(_explanation(error)) from error
-                self.pull(spec.image)
-            except self._errors.APIError as error:
-                if getattr(error, "status_code", None) == 409 and attempt < 2:
-                    self.remove(spec.name)  # a name conflict: the old container for the key
-                    continue
-                raise SandboxProviderError(
-                    f"Docker container create failed: {_explanation(error)}"
-                ) from error
+                with self._calling("container create"):
+                    try:
+                        created = api.create_container(
+                            spec.image,
+                            command=list(spec.command),
+                            user=spec.user or "",
+                            environment=dict(spec.env),
+                            working_dir=spec.workdir,
+                            labels=dict(spec.labels),
+                            name=spec.name,
+                            host_config=host_config,
+                            detach=True,
+                        )
+                    except self._errors.ImageNotFound as error:
+                        if not pull or attempt > 0:
+                            raise ImageMissing(_explanation(error)) from None
+                        self.pull(spec.image)
+                        continue
+                    except self._errors.APIError as error:
+                        if self._status(error) == 409:
+                            raise NameConflict(spec.name) from None
+                        raise
+                    return str(cast("dict[str, Any]", created)["Id"])
+            except ImageMissing:
+                raise
         raise SandboxProviderError(f"Docker container create failed for {spec.name}")
 
     def start(self, container: str) -> None:
-        try:
+        with self._calling("start", container):
             self.api.start(container)
-        except self._errors.APIError as error:
-            raise self._fail(error, container, "start") from error
+
+    def unpause(self, container: str) -> None:
+        with self._calling("unpause", container):
+            try:
+                self.api.unpause(container)
+            except self._errors.APIError as error:
+                if "is not paused" in _explanation(error).lower():
+                    return  # someone else unpaused it first
+                raise
 
     def remove(self, container: str) -> None:
         """Remove a container (by id or name) with force; a missing one is fine."""
-        try:
-            self.api.remove_container(container, force=True, v=True)
-        except self._errors.NotFound:
-            return
-        except self._errors.APIError as error:
-            text = _explanation(error).lower()
-            if "already in progress" in text or "no such container" in text:
+        with self._calling("container remove", container):
+            try:
+                self.api.remove_container(container, force=True, v=True)
+            except self._errors.NotFound:
                 return
-            raise SandboxProviderError(
-                f"Docker container remove failed: {_explanation(error)}"
-            ) from error
+            except self._errors.APIError as error:
+                text = _explanation(error).lower()
+                if "already in progress" in text or "no such container" in text:
+                    return
+                raise
 
     def list(self, labels: Sequence[str]) -> list[ContainerSummary]:
         """Every container (running or not) carrying all of ``labels`` (``k=v``)."""
-        try:
+        with self._calling("container list"):
             raw = self.api.containers(all=True, filters={"label": list(labels)})
-        except self._errors.APIError as error:
-            raise SandboxProviderError(
-                f"Docker container list failed: {_explanation(error)}"
-            ) from error
         found: list[ContainerSummary] = []
         for item in cast("list[dict[str, Any]]", raw):
             names = cast("list[str]", item.get("Names") or [""])
@@ -270,40 +378,87 @@ class Engine:
         return found
 
     def inspect(self, container: str) -> dict[str, Any] | None:
-        try:
-            return cast("dict[str, Any]", self.api.inspect_container(container))
-        except self._errors.NotFound:
-            return None
-        except self._errors.APIError as error:
-            raise SandboxProviderError(f"Docker inspect failed: {_explanation(error)}") from error
+        """The container's attributes, or ``None`` when there is no such container."""
+        with self._calling("inspect", container):
+            try:
+                return cast("dict[str, Any]", self.api.inspect_container(container))
+            except self._errors.NotFound:
+                return None
 
     # -- files --------------------------------------------------------------------------------
 
     def put_archive(self, container: str, path: str, data: bytes) -> None:
-        try:
+        with self._calling("put_archive", container):
             self.api.put_archive(container, path, data)
-        except self._errors.APIError as error:
-            raise self._fail(error, container, "put_archive") from error
 
-    def get_archive(self, container: str, path: str) -> tuple[dict[str, Any], bytes]:
-        """The archive of ``path`` and its stat header; raises :class:`PathMissing`."""
+    def read_archive(
+        self, container: str, path: str, max_bytes: int
+    ) -> tuple[dict[str, Any], bytes]:
+        """The archive of ``path`` and its stat header, reading at most what ``max_bytes`` needs.
+
+        The stat header arrives before the body: a regular file larger than ``max_bytes`` raises
+        :class:`TooLarge` and the connection is closed before any of its content is read (the
+        engine stops). A body that grows past the limit while streaming raises it too. Symbolic
+        links and folders come back as their stat (the body is not read). Raises
+        :class:`PathMissing` for a missing path.
+        """
+        with self._calling("get_archive", container):
+            api = self.api
+            url = f"{api.base_url}/v{api.api_version}/containers/{quote(container)}/archive"
+            response = api.get(
+                url,
+                params={"path": path},
+                stream=True,
+                headers={"Accept-Encoding": "identity"},
+                timeout=api.timeout,
+            )
+            with contextlib.closing(response):
+                if response.status_code >= 400:
+                    self._archive_error(response, container, path)
+                encoded = response.headers.get("x-docker-container-path-stat")
+                stat = cast(
+                    "dict[str, Any]",
+                    self._docker.utils.decode_json_header(encoded) if encoded else {},
+                )
+                mode = int(stat.get("mode", 0))
+                if mode & (MODE_DIR | MODE_SYMLINK):
+                    return stat, b""
+                size = int(stat.get("size", 0))
+                if size > max_bytes:
+                    raise TooLarge(size)
+                # Room for the tar headers (PAX records included) and the padding and trailer.
+                room = max_bytes + 64 * 1024
+                chunks: list[bytes] = []
+                total = 0
+                for chunk in response.iter_content(chunk_size=256 * 1024):
+                    total += len(chunk)
+                    if total > room:
+                        raise TooLarge(max(size, total - 64 * 1024))
+                    chunks.append(cast("bytes", chunk))
+                return stat, b"".join(chunks)
+
+    def _archive_error(self, response: Any, container: str, path: str) -> None:
         try:
-            stream, stat = self.api.get_archive(container, path)
-            data = b"".join(cast("Iterator[bytes]", stream))
-        except self._errors.APIError as error:
-            if self._gone(error, container):
-                raise self._fail(error, container, "get_archive") from error
-            if isinstance(error, self._errors.NotFound):
-                raise PathMissing(path) from error
-            raise self._fail(error, container, "get_archive") from error
-        return cast("dict[str, Any]", stat), data
+            message = str(cast("dict[str, Any]", response.json()).get("message") or "")
+        except Exception:
+            message = str(response.reason or "")
+        lowered = message.lower()
+        if response.status_code == 404 and "no such container" in lowered:
+            raise SandboxVanishedError(f"the Docker container {container[:12]} is gone (read)")
+        if response.status_code == 404:
+            raise PathMissing(path)
+        if "not a directory" in lowered:
+            raise PathNotADirectory(path)
+        raise SandboxProviderError(
+            f"Docker get_archive failed ({response.status_code}): {scrub(message)}"
+        )
 
     # -- commands -----------------------------------------------------------------------------
 
     def exec_create(
         self, container: str, command: Sequence[str], env: Mapping[str, str] | None = None
     ) -> str:
-        try:
+        with self._calling("exec", container):
             created = self.api.exec_create(
                 container,
                 list(command),
@@ -313,15 +468,11 @@ class Engine:
                 tty=False,
                 environment=dict(env) if env else None,
             )
-        except self._errors.APIError as error:
-            raise self._fail(error, container, "exec") from error
         return str(cast("dict[str, Any]", created)["Id"])
 
     def exec_exit_code(self, container: str, exec_id: str) -> int:
-        try:
+        with self._calling("exec inspect", container):
             info = cast("dict[str, Any]", self.api.exec_inspect(exec_id))
-        except self._errors.APIError as error:
-            raise self._fail(error, container, "exec inspect") from error
         code = info.get("ExitCode")
         return int(code) if code is not None else -1
 
@@ -334,10 +485,8 @@ class Engine:
     ) -> None:
         """Start the exec and feed its output frames (stream 1/2, bytes) to ``on_frame`` until EOF
         (or until ``holder.abort()`` cuts the socket)."""
-        try:
+        with self._calling("exec start", container):
             sock = self.api.exec_start(exec_id, socket=True)
-        except self._errors.APIError as error:
-            raise self._fail(error, container, "exec start") from error
         holder.attach(sock)
         read: Callable[[Any, int], bytes] = self._docker.utils.socket.read
         try:
@@ -352,10 +501,12 @@ class Engine:
                         return
                     size -= len(chunk)
                     on_frame(stream, chunk)
-        except OSError:
+        except OSError as error:
             if holder.aborted:
                 return
-            raise
+            raise SandboxProviderError(
+                f"the output stream of a command broke off ({type(error).__name__}: {error})"
+            ) from None
         finally:
             try:
                 sock.close()

@@ -1,4 +1,12 @@
-"""One Docker sandbox: a running container, used through exec and archive calls."""
+"""One Docker sandbox: a running container, used through exec and archive calls.
+
+Staying alive: a container found stopped (``docker kill``, an engine restart) is started again
+and one found paused is unpaused, with its files, before anything is done in it; only a container
+that is gone raises :class:`~pai.sandbox.SandboxVanishedError`, which makes the facade re-create it
+and say ``environment_reset=True``. A command cut off by its container stopping is run again
+once on the restarted container; one cut off by its container being removed raises
+``SandboxVanishedError``, so the facade runs it again once on the fresh one.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +17,9 @@ import re
 import tarfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -25,17 +34,28 @@ from pai.sandbox.provider import (
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
+    SandboxFileTooLargeError,
     SandboxInputError,
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
     SandboxProviderError,
     SandboxVanishedError,
 )
-from pai.sandbox_docker._engine import MODE_DIR, MODE_SYMLINK, ExecStream, PathMissing
+from pai.sandbox_docker._engine import (
+    MODE_DIR,
+    MODE_SYMLINK,
+    ContainerPaused,
+    ContainerStopped,
+    ExecStream,
+    PathMissing,
+    PathNotADirectory,
+    TooLarge,
+)
 from pai.sandbox_docker._scripts import (
     EXISTS_SCRIPT,
     EXIT_EXISTS,
     EXIT_IS_DIR,
+    EXIT_LOOP,
     EXIT_NOT_DIR,
     EXIT_NOT_EMPTY,
     EXIT_NOT_FOUND,
@@ -46,12 +66,24 @@ from pai.sandbox_docker._scripts import (
     REMOVE_SCRIPT,
     RUN_MARKER,
     RUN_SCRIPT,
+    WRITE_CHECK_SCRIPT,
 )
 
 if TYPE_CHECKING:
     from pai.sandbox_docker._provider import DockerSandboxProvider
 
 _log = logging.getLogger("pai.sandbox_docker")
+
+T = TypeVar("T")
+
+#: Exit code of a command killed at its timeout (as coreutils ``timeout``).
+EXIT_TIMEOUT = 124
+
+#: Exit codes after which the instance checks whether the container itself went away.
+_CUT_OFF = (137, -1)
+
+#: Arguments per write-check exec (well under the kernel's limit for one exec's arguments).
+_CHECK_BATCH_BYTES = 96 * 1024
 
 _STAT_LINE = re.compile(r"^([a-z ]+)\|(\d+)\|(.*)$", re.DOTALL)
 
@@ -73,6 +105,15 @@ def dir_entry(name: str, mode: int, uid: int, gid: int) -> tarfile.TarInfo:
     info.uid, info.gid = uid, gid
     info.mtime = int(time.time())
     return info
+
+
+@dataclass
+class _Session:
+    """What the host learns of a running command: its session id (the wrapper's first line)."""
+
+    sid: str = ""
+    head: bytes = b""
+    seen: bool = False
 
 
 class DockerSandboxInstance:
@@ -102,17 +143,62 @@ class DockerSandboxInstance:
     def __repr__(self) -> str:
         return f"DockerSandboxInstance(key={self._key!r}, container={self._id[:12]!r})"
 
+    # -- keeping the container alive ----------------------------------------------------------
+
+    def _state_sync(self) -> str:
+        """``running``, ``stopped``, ``paused`` or ``gone``."""
+        attrs = self._engine.inspect(self._id)
+        if attrs is None:
+            return "gone"
+        state: dict[str, Any] = attrs.get("State") or {}
+        if state.get("Dead") or state.get("Status") in ("removing", "dead"):
+            return "gone"
+        if state.get("Paused"):
+            return "paused"
+        if state.get("Running"):
+            return "running"
+        return "stopped"
+
+    def _revive_sync(self) -> None:
+        """Start a stopped container or unpause a paused one, files kept; gone raises."""
+        state = self._state_sync()
+        if state == "gone":
+            raise SandboxVanishedError(f"the Docker container {self._id[:12]} is gone")
+        if state == "paused":
+            _log.warning("Docker sandbox %s was paused; unpausing it", self._id[:12])
+            self._engine.unpause(self._id)
+        elif state == "stopped":
+            _log.warning("Docker sandbox %s was stopped; starting it again", self._id[:12])
+            self._engine.start(self._id)
+
+    def _call_sync(self, fn: Callable[[], T]) -> T:
+        """``fn()``, after bringing the container back once if it was stopped or paused."""
+        try:
+            return fn()
+        except (ContainerStopped, ContainerPaused):
+            self._revive_sync()
+        try:
+            return fn()
+        except (ContainerStopped, ContainerPaused):
+            raise SandboxProviderError(
+                f"the Docker container {self._id[:12]} of sandbox {self._key!r} keeps stopping "
+                "or being paused by something outside this provider; check `docker ps -a`"
+            ) from None
+
     # -- helpers ------------------------------------------------------------------------------
 
     async def _sh(self, script: str, *args: str) -> tuple[int, bytes, bytes]:
         self._provider.touch(self._id)
         return await anyio.to_thread.run_sync(
-            self._engine.exec_simple, self._id, ["sh", "-c", script, "pai", *args]
+            self._call_sync,
+            lambda: self._engine.exec_simple(self._id, ["sh", "-c", script, "pai", *args]),
         )
 
     def _ids_sync(self) -> tuple[int, int]:
         if self._ids is None:
-            code, out, err = self._engine.exec_simple(self._id, ["sh", "-c", IDS_SCRIPT])
+            code, out, err = self._call_sync(
+                lambda: self._engine.exec_simple(self._id, ["sh", "-c", IDS_SCRIPT])
+            )
             parts = out.split()
             if code != 0 or len(parts) != 2:
                 raise SandboxProviderError(
@@ -133,6 +219,8 @@ class DockerSandboxInstance:
             return SandboxFileExistsError(path)
         if code == EXIT_NOT_EMPTY:
             return SandboxDirectoryNotEmptyError(path)
+        if code == EXIT_LOOP:
+            return SandboxFileNotFoundError(path, "too many levels of symbolic links")
         detail = err.decode(errors="replace").strip()
         return SandboxProviderError(f"{what} of {path!r} failed (exit {code}): {detail}")
 
@@ -153,17 +241,63 @@ class DockerSandboxInstance:
         if timeout is not None and timeout <= 0:
             raise SandboxInputError(f"timeout must be positive seconds or None, got {timeout!r}")
         self._provider.touch(self._id)
+        deadline = None if timeout is None else anyio.current_time() + timeout
+        for _ in range(2):
+            result = await self._run_once(
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=stdin,
+                deadline=deadline,
+                output_limit=output_limit,
+                on_stdout=on_stdout,
+                on_stderr=on_stderr,
+            )
+            if result is not None:
+                return result
+        raise SandboxProviderError(
+            f"the Docker container {self._id[:12]} of sandbox {self._key!r} stopped twice while "
+            "running a command; something outside this provider keeps stopping it"
+        )
+
+    async def _run_once(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        stdin: bytes | None,
+        deadline: float | None,
+        output_limit: int,
+        on_stdout: OutputCallback | None,
+        on_stderr: OutputCallback | None,
+    ) -> RawCommandResult | None:
+        """One attempt; ``None`` when the container stopped under it (it was started again)."""
         marker = uuid.uuid4().hex
         holder = ExecStream()
         kept: dict[int, list[bytes]] = {1: [], 2: []}
         sizes = {1: 0, 2: 0}
         truncated = False
         callbacks = {1: on_stdout, 2: on_stderr}
+        session = _Session()
 
         def on_frame(stream: int, chunk: bytes) -> None:
             nonlocal truncated
             if stream not in kept:
                 return
+            if stream == 1 and not session.seen:
+                # The wrapper's first line is its pid (the command's session id), not output.
+                head = session.head + chunk
+                end = head.find(b"\n")
+                if end < 0:
+                    session.head = head
+                    return
+                sid = head[:end].decode("ascii", "replace")
+                session.sid = sid if sid.isdigit() else ""
+                session.seen = True
+                chunk = head[end + 1 :]
+                if not chunk:
+                    return
             room = output_limit - sizes[stream]
             if room <= 0:
                 truncated = True  # keep draining, keep nothing
@@ -178,9 +312,14 @@ class DockerSandboxInstance:
                 from_thread.run_sync(callback, chunk)
 
         def work() -> int:
-            stdin_path = ""
+            # Created first: a stopped or paused container fails here, before anything ran.
+            stdin_path = f"/tmp/pai-stdin-{marker}" if stdin is not None else ""
+            exec_id = self._engine.exec_create(
+                self._id,
+                ["sh", "-c", RUN_SCRIPT, "pai", command, cwd, stdin_path],
+                {**env, RUN_MARKER: marker},
+            )
             if stdin is not None:
-                stdin_path = f"/tmp/pai-stdin-{marker}"
                 uid, gid = self._ids_sync()
                 buffer = io.BytesIO()
                 with tarfile.open(fileobj=buffer, mode="w") as archive:
@@ -189,23 +328,17 @@ class DockerSandboxInstance:
                     info.mtime = int(time.time())
                     archive.addfile(info, io.BytesIO(stdin))
                 self._engine.put_archive(self._id, "/", buffer.getvalue())
-            exec_id = self._engine.exec_create(
-                self._id,
-                ["sh", "-c", RUN_SCRIPT, "pai", command, cwd, stdin_path],
-                {**env, RUN_MARKER: marker},
-            )
             self._engine.exec_stream(self._id, exec_id, holder, on_frame)
             return self._engine.exec_exit_code(self._id, exec_id)
 
         codes: list[int] = []
         done = anyio.Event()
-
         errors: list[Exception] = []
 
         async def worker() -> None:
             try:
                 codes.append(await anyio.to_thread.run_sync(work, limiter=anyio.CapacityLimiter(1)))
-            except Exception as error:  # re-raised below, outside the task group
+            except Exception as error:  # handled below, outside the task group
                 errors.append(error)
             finally:
                 done.set()
@@ -214,24 +347,34 @@ class DockerSandboxInstance:
         async with anyio.create_task_group() as group:
             group.start_soon(worker)
             try:
-                with anyio.move_on_after(timeout):
+                with anyio.move_on_after(
+                    None if deadline is None else deadline - anyio.current_time()
+                ):
                     await done.wait()
                 if not done.is_set():
                     timed_out = True
                     with anyio.CancelScope(shield=True):
-                        await self._stop(marker, holder, done)
+                        await self._stop(session.sid, marker, holder, done, deadline)
             except BaseException:
                 with anyio.CancelScope(shield=True):
-                    await self._stop(marker, holder, done)
+                    await self._stop(session.sid, marker, holder, done, None)
                 raise
         if errors:
-            if not isinstance(errors[0], SandboxVanishedError):
+            error = errors[0]
+            if isinstance(error, ContainerStopped | ContainerPaused):
+                await anyio.to_thread.run_sync(self._revive_sync)
+                return None  # nothing ran: run it on the revived container
+            if not isinstance(error, SandboxVanishedError):
                 with anyio.CancelScope(shield=True):
-                    await self._stop(marker, holder, done)  # e.g. a callback raised mid-stream
-            raise errors[0]
+                    await self._stop(session.sid, marker, holder, done, None)
+                if isinstance(error, SandboxProviderError) and await self._cut_off():
+                    return None
+            raise error
         exit_code = codes[0] if codes else -1
-        if timed_out and exit_code in (0, -1):
-            exit_code = 137
+        if timed_out:
+            exit_code = EXIT_TIMEOUT
+        elif exit_code in _CUT_OFF and await self._cut_off():
+            return None
         return RawCommandResult(
             stdout=b"".join(kept[1]),
             stderr=b"".join(kept[2]),
@@ -240,39 +383,68 @@ class DockerSandboxInstance:
             truncated=truncated,
         )
 
-    async def _stop(self, marker: str, holder: ExecStream, done: anyio.Event) -> None:
-        """Kill everything the run started, inside the container; then cut the stream loose."""
+    async def _cut_off(self) -> bool:
+        """After a command ended oddly: was it cut off by its container going away?
+
+        Gone raises :class:`SandboxVanishedError` (the facade re-creates the container and runs
+        the command again, saying ``environment_reset=True``); stopped or paused: it is brought
+        back with its files and ``True`` says to run the command again; running: ``False``, the
+        command's own result stands (a process killed by a signal also exits 137).
+        """
+        state = await anyio.to_thread.run_sync(self._state_sync)
+        if state == "running":
+            return False
+        if state == "gone":
+            raise SandboxVanishedError(
+                f"the Docker container {self._id[:12]} went away during the command"
+            )
+        await anyio.to_thread.run_sync(self._revive_sync)
+        return True
+
+    async def _stop(
+        self,
+        sid: str,
+        marker: str,
+        holder: ExecStream,
+        done: anyio.Event,
+        deadline: float | None,
+    ) -> None:
+        """Kill everything the run started, inside the container; then cut the stream loose.
+
+        Returns by ``deadline + 0.9`` s at the latest (a timed-out call returns within its
+        timeout plus one second), cutting the output stream if something still holds it.
+        """
         if not done.is_set():
+            script = ["sh", "-c", KILL_SCRIPT, "pai-kill", sid, f"{RUN_MARKER}={marker}"]
             try:
                 await anyio.to_thread.run_sync(
-                    self._engine.exec_simple,
-                    self._id,
-                    ["sh", "-c", KILL_SCRIPT, "pai-kill", f"{RUN_MARKER}={marker}"],
+                    self._call_sync, lambda: self._engine.exec_simple(self._id, script)
                 )
             except (SandboxVanishedError, SandboxProviderError) as error:
                 _log.debug("killing a timed-out command failed: %s", error)
-        with anyio.move_on_after(5):
+        limit = 5.0 if deadline is None else max(0.05, deadline + 0.9 - anyio.current_time())
+        with anyio.move_on_after(limit):
             await done.wait()
         if not done.is_set():
             holder.abort()  # something escaped with our output pipe; stop reading it
 
     # -- files --------------------------------------------------------------------------------
 
-    async def read_file(self, path: str) -> bytes:
+    async def read_file(self, path: str, *, max_bytes: int) -> bytes:
         self._provider.touch(self._id)
-        return await anyio.to_thread.run_sync(self._read_sync, path)
+        return await anyio.to_thread.run_sync(self._read_sync, path, max_bytes)
 
-    def _read_sync(self, path: str) -> bytes:
+    def _read_sync(self, path: str, max_bytes: int) -> bytes:
         current = path
-        for _ in range(16):  # follow symlinks a bounded number of times
+        for _ in range(40):  # follow symbolic links inside the container, as the kernel would
             try:
-                stat, data = self._engine.get_archive(self._id, current)
+                stat, data = self._engine.read_archive(self._id, current, max_bytes)
             except PathMissing:
                 raise SandboxFileNotFoundError(path) from None
-            except SandboxProviderError as error:
-                if "not a directory" in str(error).lower():
-                    raise SandboxNotADirectoryError(path) from None
-                raise
+            except PathNotADirectory:
+                raise SandboxNotADirectoryError(path) from None
+            except TooLarge as error:
+                raise SandboxFileTooLargeError(path, size=error.size, limit=max_bytes) from None
             mode = int(stat.get("mode", 0))
             if mode & MODE_DIR:
                 raise SandboxIsADirectoryError(path)
@@ -280,6 +452,7 @@ class DockerSandboxInstance:
                 target = str(stat.get("linkTarget") or "")
                 if not target:
                     raise SandboxFileNotFoundError(path, "a dangling symbolic link")
+                # Resolved against the container's root: '..' never climbs above '/'.
                 current = posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
                 continue
             with tarfile.open(fileobj=io.BytesIO(data), mode="r") as archive:
@@ -288,35 +461,89 @@ class DockerSandboxInstance:
                         extracted = archive.extractfile(member)
                         if extracted is not None:
                             return extracted.read()
-            raise SandboxProviderError(f"{path!r} is not a regular file in the sandbox")
+            raise SandboxProviderError(
+                f"{path!r} is not a regular file in the sandbox (a device, pipe or socket); "
+                "read it with a command instead"
+            )
         raise SandboxFileNotFoundError(path, "too many levels of symbolic links")
 
     async def write_files(self, files: Sequence[FileWrite]) -> None:
         if not files:
             return
         self._provider.touch(self._id)
-        await anyio.to_thread.run_sync(self._write_sync, list(files))
+        await anyio.to_thread.run_sync(self._call_sync, lambda: self._write_sync(list(files)))
+
+    def _check_writes_sync(self, files: list[FileWrite]) -> list[tuple[int, str, str]]:
+        """Where each write lands (see ``WRITE_CHECK_SCRIPT``): code, resolved path, deepest
+        existing folder. One exec for the whole batch (a few for a huge one)."""
+        records: list[tuple[int, str, str]] = []
+        start = 0
+        while start < len(files):
+            end, size = start, 0
+            while end < len(files) and (end == start or size < _CHECK_BATCH_BYTES):
+                size += len(files[end].path.encode("utf-8", "surrogateescape")) + 1
+                end += 1
+            paths = [file.path for file in files[start:end]]
+            code, out, err = self._engine.exec_simple(
+                self._id, ["sh", "-c", WRITE_CHECK_SCRIPT, "pai", *paths]
+            )
+            fields = out.split(b"\0")
+            if code != 0 or len(fields) < 3 * len(paths):
+                detail = err.decode(errors="replace").strip()
+                raise SandboxProviderError(
+                    f"checking where {len(paths)} file(s) go failed (exit {code}): {detail}"
+                )
+            for index in range(len(paths)):
+                status, resolved, existing = fields[3 * index : 3 * index + 3]
+                records.append(
+                    (
+                        int(status),
+                        resolved.decode("utf-8", "surrogateescape"),
+                        existing.decode("utf-8", "surrogateescape"),
+                    )
+                )
+            start = end
+        return records
 
     def _write_sync(self, files: list[FileWrite]) -> None:
         uid, gid = self._ids_sync()
         workdir = self._provider.workdir.rstrip("/")
+        # Every entry is checked before any is written: a write never replaces a folder (archive
+        # extraction would delete it) and follows links inside the container as open() would.
+        records = self._check_writes_sync(files)
+        written: set[str] = set()
+        made: set[str] = set()
+        plan: list[tuple[FileWrite, str, list[str]]] = []
+        for file, (status, resolved, existing) in zip(files, records, strict=True):
+            if status != 0:
+                raise self._failed(file.path, status, b"", "write_file")
+            if resolved in made:
+                raise SandboxIsADirectoryError(file.path)
+            parent = posixpath.dirname(resolved)
+            folders: list[str] = []
+            while parent not in ("/", "") and parent != existing:
+                if parent in written:
+                    raise SandboxNotADirectoryError(file.path)
+                folders.append(parent)
+                parent = posixpath.dirname(parent)
+            folders.reverse()
+            made.update(folders)
+            written.add(resolved)
+            plan.append((file, resolved, folders))
         now = int(time.time())
         buffer = io.BytesIO()
         added: set[str] = set()
         with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
-            for file in files:
-                # Parents inside the workspace become folder entries owned by the sandbox user
-                # (the engine would make missing ones root-owned); folders outside it are left
-                # to the engine, so /tmp and the like keep their owner and mode.
-                parent = posixpath.dirname(file.path)
-                chain: list[str] = []
-                while parent.startswith(workdir + "/") and parent not in added:
-                    chain.append(parent)
-                    parent = posixpath.dirname(parent)
-                for folder in reversed(chain):
+            for file, resolved, folders in plan:
+                # Missing folders inside the workspace become folder entries owned by the sandbox
+                # user (the engine would make them root-owned); missing ones outside it are left
+                # to the engine. Existing folders get no entry: their owner and mode stay.
+                for folder in folders:
+                    if folder in added or not folder.startswith(workdir + "/"):
+                        continue
                     added.add(folder)
                     archive.addfile(dir_entry(folder.lstrip("/"), 0o755, uid, gid))
-                info = tarfile.TarInfo(file.path.lstrip("/"))
+                info = tarfile.TarInfo(resolved.lstrip("/"))
                 info.size = len(file.content)
                 info.mode = file.mode & 0o7777
                 info.uid, info.gid = uid, gid

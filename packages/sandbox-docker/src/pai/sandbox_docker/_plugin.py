@@ -23,6 +23,7 @@ class DockerOptions(BaseModel):
         image = "python:3.12-slim"
         memory = "1g"
         network = "bridge"   # the default, "none", gives no network access
+        runtime = "runsc"    # gVisor, where the engine has it registered
     """
 
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
@@ -37,8 +38,53 @@ class DockerOptions(BaseModel):
     network: str = "none"
     labels: dict[str, str] = Field(default_factory=dict[str, str])
     namespace: str = Field("pai", min_length=1)
-    idle_ttl: float | None = Field(None, gt=0, description="seconds")
+    idle_ttl: float | None = Field(None, ge=0, description="seconds")
     docker_host: str | None = None
+    runtime: str | None = Field(
+        None, description='OCI runtime of the engine, e.g. "runsc" (gVisor); None: the default'
+    )
+    disk: str | None = Field(
+        None,
+        description='writable-layer size limit, e.g. "2g"; needs a storage driver with quotas',
+    )
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute_workdir(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError(f"workdir must be an absolute path such as /workspace, got {value!r}")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _own_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(name for name in value if name.startswith("pai."))
+        if reserved:
+            raise ValueError(
+                f"labels {reserved} use the reserved prefix 'pai.' (the provider's own labels); "
+                "rename them"
+            )
+        return value
+
+    @field_validator("runtime")
+    @classmethod
+    def _runtime_name(cls, value: str | None) -> str | None:
+        if value is not None and not _RUNTIME.fullmatch(value):
+            raise ValueError(
+                f"runtime {value!r} is not a Docker runtime name; use the name the engine "
+                'registers it under (`docker info` lists them), e.g. "runsc" for gVisor'
+            )
+        return value
+
+    @field_validator("disk")
+    @classmethod
+    def _disk_size(cls, value: str | None) -> str | None:
+        if value is not None and not _SIZE.fullmatch(value):
+            raise ValueError(
+                f"disk {value!r} is not a size; write a number with an optional unit "
+                'b, k, m, g or t, such as "2g"'
+            )
+        return value
 
     @field_validator("memory")
     @classmethod
@@ -58,6 +104,8 @@ class DockerOptions(BaseModel):
 
 
 _MEMORY = re.compile(r"[1-9][0-9]*(\.[0-9]+)?[bkmgBKMG]?")
+_SIZE = re.compile(r"[1-9][0-9]*(\.[0-9]+)?[bkmgtBKMGT]?")
+_RUNTIME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 
 
 def _make_provider(options: DockerOptions) -> SandboxProvider:
@@ -76,6 +124,8 @@ def _make_provider(options: DockerOptions) -> SandboxProvider:
         namespace=options.namespace,
         idle_ttl=options.idle_ttl,
         docker_host=options.docker_host,
+        runtime=options.runtime,
+        disk=options.disk,
     )
 
 

@@ -15,6 +15,7 @@ Hardened defaults (each can be loosened by an argument, see :class:`DockerSandbo
 
 from __future__ import annotations
 
+import difflib
 import io
 import logging
 import posixpath
@@ -22,10 +23,11 @@ import tarfile
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
+from pydantic import ValidationError
 
 from pai.sandbox.provider import (
     InstanceInfo,
@@ -35,7 +37,13 @@ from pai.sandbox.provider import (
     SandboxProviderError,
     SandboxVanishedError,
 )
-from pai.sandbox_docker._engine import ContainerSpec, ContainerSummary, Engine, ImageMissing
+from pai.sandbox_docker._engine import (
+    ContainerSpec,
+    ContainerSummary,
+    Engine,
+    ImageMissing,
+    NameConflict,
+)
 from pai.sandbox_docker._instance import DockerSandboxInstance, dir_entry
 from pai.sandbox_docker._labels import (
     LABEL_GID,
@@ -50,6 +58,7 @@ from pai.sandbox_docker._labels import (
     parse_created,
     parse_docker_time,
 )
+from pai.sandbox_docker._plugin import DockerOptions
 from pai.sandbox_docker._scripts import IDS_SCRIPT, KEEPALIVE
 
 _log = logging.getLogger("pai.sandbox_docker")
@@ -100,31 +109,44 @@ class DockerSandboxProvider:
         namespace: str = "pai",
         idle_ttl: float | None = None,
         docker_host: str | None = None,
+        runtime: str | None = None,
+        disk: str | None = None,
     ) -> None:
-        if not image:
-            raise SandboxInputError(
-                "DockerSandboxProvider needs an image, e.g. image='python:3.12'"
-            )
-        if not workdir.startswith("/"):
-            raise SandboxInputError(f"workdir must be an absolute path, got {workdir!r}")
-        if not namespace:
-            raise SandboxInputError("namespace must not be empty")
-        self.image = image
-        self.workdir: str = posixpath.normpath(workdir)
-        self.user = user
-        self.env: dict[str, str] = dict(env or {})
-        self.cpus = cpus
-        self.memory = memory
-        self.pids_limit = pids_limit
-        self.network = network
-        self.labels: dict[str, str] = dict(labels or {})
-        self.namespace = namespace
-        self.idle_ttl = idle_ttl
-        self.docker_host = docker_host
-        self.engine: Engine = Engine(docker_host)
+        options = _checked_options(
+            image=image,
+            workdir=workdir,
+            user=user,
+            env=env,
+            cpus=cpus,
+            memory=memory,
+            pids_limit=pids_limit,
+            network=network,
+            labels=labels,
+            namespace=namespace,
+            idle_ttl=idle_ttl,
+            docker_host=docker_host,
+            runtime=runtime,
+            disk=disk,
+        )
+        self.image: str = options.image
+        self.workdir: str = posixpath.normpath(options.workdir)
+        self.user: str | None = options.user
+        self.env: dict[str, str] = options.env
+        self.cpus: float | None = options.cpus
+        self.memory: str | int | None = options.memory
+        self.pids_limit: int | None = options.pids_limit
+        self.network: str = options.network
+        self.labels: dict[str, str] = options.labels
+        self.namespace: str = options.namespace
+        self.idle_ttl: float | None = options.idle_ttl
+        self.docker_host: str | None = options.docker_host
+        self.runtime: str | None = options.runtime
+        self.disk: str | None = options.disk
+        self.engine: Engine = Engine(options.docker_host)
         self._features = ProviderFeatures(cross_process=True, durable=True, processes=True)
         self._ids: tuple[int, int] | None = numeric_ids(user) if user is not None else None
         self._image_checked = False
+        self._runtime_checked = False
         self._last_used: dict[str, float] = {}
         self._last_prune = 0.0
 
@@ -172,12 +194,39 @@ class DockerSandboxProvider:
         self._ids = numeric_ids(image_user)
         return self._ids
 
-    def _create_sync(self, key: str) -> tuple[str, tuple[int, int] | None]:
-        ids = self._resolve_ids_sync()
+    def _check_runtime_sync(self) -> None:
+        """A ``runtime`` the engine does not have is one clear error, before any container."""
+        if self.runtime is None or self._runtime_checked:
+            return
+        runtimes = sorted(cast("dict[str, object]", self.engine.info().get("Runtimes") or {}))
+        if self.runtime not in runtimes:
+            close = difflib.get_close_matches(self.runtime, runtimes, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise SandboxProviderError(
+                f"runtime {self.runtime!r} (option runtime) is not registered in this Docker "
+                f"engine, which has {runtimes}; {hint}install it and register it under "
+                '"runtimes" in the engine\'s daemon.json (for gVisor: apt-get install runsc, '
+                "then runsc install), or remove the runtime option"
+            )
+        self._runtime_checked = True
+
+    def _storage_error(self, error: SandboxProviderError) -> SandboxProviderError:
+        text = str(error).lower()
+        if self.disk is None or not ("quota" in text or "storage" in text):
+            return error
+        driver = str(self.engine.info().get("Driver") or "unknown")
+        return SandboxProviderError(
+            f"the disk limit (option disk={self.disk!r}) is not supported by this Docker "
+            f"engine's storage driver {driver!r}: {error}. Per-container size limits need "
+            "overlay2 on an xfs backing filesystem mounted with pquota (or btrfs, zfs); remove "
+            "the disk option to run without one"
+        )
+
+    def _spec(self, key: str, ids: tuple[int, int] | None) -> ContainerSpec:
         labels = container_labels(self.namespace, key, self.labels)
         if ids is not None:
             labels[LABEL_UID], labels[LABEL_GID] = str(ids[0]), str(ids[1])
-        spec = ContainerSpec(
+        return ContainerSpec(
             name=self.container_name(key),
             image=self.image,
             command=KEEPALIVE,
@@ -189,14 +238,39 @@ class DockerSandboxProvider:
             cpus=self.cpus,
             memory=self.memory,
             pids_limit=self.pids_limit,
+            runtime=self.runtime,
+            disk=self.disk,
         )
+
+    def _create_sync(self, key: str) -> tuple[str, tuple[int, int] | None]:
+        self._check_runtime_sync()
+        ids = self._resolve_ids_sync()
+        spec = self._spec(key, ids)
         for old in self._matching_sync(key):
-            self.engine.remove(old.id)
-        self.engine.remove(spec.name)
-        try:
-            container_id = self.engine.create_container(spec)
-        except ImageMissing as error:
-            raise self._missing_image(error) from None
+            if old.state != "created":  # "created": a concurrent create is setting it up
+                self.engine.remove(old.id)
+        for _ in range(3):
+            try:
+                container_id = self.engine.create_container(spec)
+            except ImageMissing as error:
+                raise self._missing_image(error) from None
+            except SandboxProviderError as error:
+                raise self._storage_error(error) from None
+            except NameConflict:
+                adopted = self._adopt_sync(key, spec.name)
+                if adopted is not None:
+                    return adopted
+                continue  # the name was freed: create again
+            return self._set_up_sync(container_id, ids)
+        raise SandboxProviderError(
+            f"could not create the Docker container {spec.name} for key {key!r}: its name "
+            "stayed taken by a container that never became usable; remove it "
+            f"(docker rm -f {spec.name}) and try again"
+        )
+
+    def _set_up_sync(
+        self, container_id: str, ids: tuple[int, int] | None
+    ) -> tuple[str, tuple[int, int] | None]:
         try:
             if ids is not None and ids != (0, 0):
                 self._make_workspace_sync(container_id, ids)
@@ -216,6 +290,39 @@ class DockerSandboxProvider:
             raise
         self.touch(container_id)
         return container_id, ids
+
+    def _adopt_sync(self, key: str, name: str) -> tuple[str, tuple[int, int] | None] | None:
+        """The container a concurrent create (maybe in another process) made for ``key``.
+
+        Two first uses of one key at once both end up with the same container: the one whose
+        create the engine accepted first wins the name, the other waits here until the winner's
+        container runs. ``None`` when the name was freed (or held by something that is not this
+        key's sandbox, which is removed): create again.
+        """
+        deadline = time.monotonic() + _ADOPT_SECONDS
+        while True:
+            attrs = self.engine.inspect(name)
+            if attrs is None:
+                return None
+            config: dict[str, Any] = attrs.get("Config") or {}
+            labels = cast("dict[str, str]", config.get("Labels") or {})
+            container_id = str(attrs.get("Id") or name)
+            if labels.get(LABEL_NAMESPACE) != self.namespace or label_key(labels) != key:
+                self.engine.remove(container_id)  # same name, not this key's sandbox
+                return None
+            state: dict[str, Any] = attrs.get("State") or {}
+            status = str(state.get("Status") or "")
+            if status == "paused":
+                self.engine.unpause(container_id)
+                return container_id, ids_of(labels)
+            if status == "running":
+                self.touch(container_id)
+                return container_id, ids_of(labels)
+            if status in ("exited", "dead") or time.monotonic() > deadline:
+                # The winner failed (or died while being set up): replace it.
+                self.engine.remove(container_id)
+                return None
+            time.sleep(0.05)  # "created" or "removing": the other side is still at work
 
     def _make_workspace_sync(self, container_id: str, ids: tuple[int, int]) -> None:
         buffer = io.BytesIO()
@@ -245,21 +352,28 @@ class DockerSandboxProvider:
         for container in matches:
             if container.state == "running":
                 return self._instance(key, container)
-            if container.state == "exited":  # e.g. after the engine restarted: bring it back
+            if container.state in ("exited", "paused"):
+                # Stopped (killed, or the engine restarted) or paused: bring it back with its
+                # files rather than let a create replace it.
                 try:
-                    self.engine.start(container.id)
-                except (SandboxVanishedError, SandboxProviderError):
+                    if container.state == "paused":
+                        self.engine.unpause(container.id)
+                    else:
+                        self.engine.start(container.id)
+                except (SandboxVanishedError, SandboxProviderError) as error:
+                    _log.warning(
+                        "could not bring back the Docker sandbox %s (%s): %s",
+                        container.name,
+                        container.state,
+                        error,
+                    )
                     continue
                 return self._instance(key, container)
         return None
 
     def _instance(self, key: str, container: ContainerSummary) -> DockerSandboxInstance:
-        ids: tuple[int, int] | None = None
-        uid, gid = container.labels.get(LABEL_UID), container.labels.get(LABEL_GID)
-        if uid is not None and gid is not None and uid.isdigit() and gid.isdigit():
-            ids = (int(uid), int(gid))
         self.touch(container.id)
-        return DockerSandboxInstance(self, key, container.id, ids)
+        return DockerSandboxInstance(self, key, container.id, ids_of(container.labels))
 
     async def find(self, key: str) -> SandboxInstance | None:
         return await anyio.to_thread.run_sync(self._find_sync, key)
@@ -355,3 +469,31 @@ class DockerSandboxProvider:
     async def aclose(self) -> None:
         """Close the Docker client; the containers stay (use :meth:`destroy` to remove one)."""
         await anyio.to_thread.run_sync(self.engine.close)
+
+
+#: How long a create waits for a concurrent create's container of the same key to run.
+_ADOPT_SECONDS = 30.0
+
+
+def ids_of(labels: Mapping[str, str]) -> tuple[int, int] | None:
+    """The sandbox user's uid/gid from a container's labels, when they were known at create."""
+    uid, gid = labels.get(LABEL_UID), labels.get(LABEL_GID)
+    if uid is not None and gid is not None and uid.isdigit() and gid.isdigit():
+        return int(uid), int(gid)
+    return None
+
+
+def _checked_options(**values: object) -> DockerOptions:
+    """The constructor's arguments checked by the same model as ``[capabilities.sandbox.docker]``:
+    a bad value is one :class:`~pai.sandbox.SandboxInputError` naming every offending option."""
+    values["env"] = dict(cast("Mapping[str, str]", values["env"] or {}))
+    values["labels"] = dict(cast("Mapping[str, str]", values["labels"] or {}))
+    try:
+        return DockerOptions.model_validate(values)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"option {'.'.join(str(part) for part in item['loc']) or '?'}: "
+            f"{str(item['msg']).removeprefix('Value error, ')}"
+            for item in error.errors()
+        )
+        raise SandboxInputError(f"DockerSandboxProvider: {problems}") from None

@@ -1,50 +1,139 @@
 """The shell scripts the provider runs inside the container (POSIX ``sh``; busybox is enough).
 
 Each file script reports what went wrong through its exit code (``EXIT_*``), which the instance
-maps to the matching ``pai.sandbox`` error.
+maps to the matching ``pai.sandbox`` error. None of them forks a helper on the common path
+(``test``, ``read``, ``case`` and parameter expansion are shell builtins), so they cost one exec.
 """
 
 from __future__ import annotations
 
-#: The environment variable marking every process a command starts (for the timeout kill).
+#: The environment variable marking every process a command starts (one of two ways the timeout
+#: kill finds them; the other, the session id, survives ``env -i``).
 RUN_MARKER = "PAI_RUN"
 
 KEEPALIVE = ("sleep", "2147483647")  # GNU and busybox sleep both accept this
 
-
 # Runs the command with bash when the image has it, else sh; $1 command, $2 cwd, $3 stdin file.
+# Every `docker exec` process is the leader of a new session, and keeps its pid through `exec`:
+# the first line on stdout is that pid, the command's session id, which the host strips from the
+# output and hands to KILL_SCRIPT on a timeout. Everything the command starts inherits the
+# session id, whatever it does to its environment, unless it calls setsid itself.
 RUN_SCRIPT = (
+    'printf "%s\\n" "$$"\n'
     'cd -- "$2" || exit 1\n'
     'if [ -n "$3" ]; then exec <"$3"; rm -f -- "$3"; else exec </dev/null; fi\n'
     'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; fi\n'
     'exec sh -c "$1"\n'
 )
 
-# Kills every process whose environment carries the run's marker (so also what the command put in
-# the background or in another session), repeating until none is left.
+# Kills everything a command started: $1 its session id (may be empty), $2 its environment marker
+# (NAME=value). A target is a process in that session, or carrying the marker, or a descendant of
+# a target (by parent chain: catches one that both left the session and cleared its environment,
+# while its parent lives). Targets are stopped first (a stopped process cannot fork), the table is
+# scanned again until no new target appears, then all are killed; repeated until none is left.
 KILL_SCRIPT = r"""
-m="$1"; i=0
-while [ $i -lt 50 ]; do
-  found=0
-  for e in /proc/[0-9]*/environ; do
-    p=${e#/proc/}; p=${p%/environ}
-    [ "$p" = "$$" ] && continue
-    if grep -qzxF "$m" "$e" 2>/dev/null; then kill -KILL "$p" 2>/dev/null; found=1; fi
+s=$1; m=$2; me=$$
+scan() {
+  table=
+  for f in /proc/[0-9]*/stat; do
+    read -r line <"$f" 2>/dev/null || continue
+    p=${line%% *}
+    [ "$p" = "$me" ] && continue
+    [ "$p" = 1 ] && continue
+    rest=${line##*) }
+    set -f; set -- $rest; set +f
+    [ "$1" = Z ] && continue
+    table="$table$p $2 $4
+"
+    [ -n "$s" ] && [ "$4" = "$s" ] && case $targets in *" $p "*) ;; *) targets="$targets$p ";; esac
   done
-  [ $found = 0 ] && exit 0
-  i=$((i+1))
+  for e in $(grep -lzxF -- "$m" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${e#/proc/}; p=${p%/environ}
+    [ "$p" = "$me" ] && continue
+    case $targets in *" $p "*) ;; *) targets="$targets$p ";; esac
+  done
+  grown=1
+  while [ $grown = 1 ]; do
+    grown=0
+    while read -r p pp sd; do
+      [ -z "$p" ] && continue
+      case $targets in *" $p "*) continue;; esac
+      case $targets in *" $pp "*) targets="$targets$p "; grown=1;; esac
+    done <<EOF
+$table
+EOF
+  done
+}
+round=0
+while [ $round -lt 20 ]; do
+  targets=" "
+  scan
+  [ "$targets" = " " ] && exit 0
+  kill -STOP $targets 2>/dev/null
+  before=
+  while [ "$before" != "$targets" ]; do
+    before=$targets
+    scan
+    kill -STOP $targets 2>/dev/null
+  done
+  kill -KILL $targets 2>/dev/null
+  round=$((round+1))
 done
 exit 0
 """
 
-# Exit codes of the file scripts.
-EXIT_NOT_FOUND, EXIT_NOT_DIR, EXIT_IS_DIR, EXIT_EXISTS, EXIT_NOT_EMPTY = 10, 11, 12, 13, 14
+# Exit codes of the file scripts (and codes of WRITE_CHECK_SCRIPT's records).
+EXIT_NOT_FOUND, EXIT_NOT_DIR, EXIT_IS_DIR, EXIT_EXISTS, EXIT_NOT_EMPTY, EXIT_LOOP = (
+    10,
+    11,
+    12,
+    13,
+    14,
+    15,
+)
 
 # Every parent of $1 must be a folder: 10 when one is missing, 11 when one is not a folder.
 _CHECK_PARENTS = r"""
 chk() { c=; r=${1#/}; while :; do case $r in */*) ;; *) return 0;; esac
   c="$c/${r%%/*}"; r=${r#*/}
   if [ -d "$c" ]; then :; elif [ -e "$c" ] || [ -L "$c" ]; then exit 11; else exit 10; fi; done; }
+"""
+
+# For each path argument, where a write to it lands, as a normal program's open(O_CREAT) would
+# see it: symbolic links followed inside the container (`readlink`, forked only for a link), at
+# most 40 of them. One NUL-terminated record per path: code, resolved path, deepest existing
+# folder on the way (the host makes the folders below it). Codes: 0 fine, 11 a parent is not a
+# folder, 12 the path is a folder, 10 a missing folder followed by '..', 15 too many links.
+WRITE_CHECK_SCRIPT = r"""
+resolve() {
+  cur=; rest=${1#/}; n=0; C=0; E=/; missing=0
+  while [ -n "$rest" ]; do
+    case $rest in */*) part=${rest%%/*}; rest=${rest#*/};; *) part=$rest; rest=;; esac
+    case $part in '' | .) continue;; esac
+    if [ "$part" = .. ]; then
+      [ $missing = 1 ] && { C=10; return; }
+      cur=${cur%/*}; continue
+    fi
+    next=$cur/$part
+    if [ $missing = 1 ]; then cur=$next; continue; fi
+    if [ -L "$next" ]; then
+      n=$((n+1)); [ $n -gt 40 ] && { C=15; return; }
+      t=$(readlink -- "$next"); [ -z "$t" ] && { C=10; return; }
+      case $t in /*) cur=;; esac
+      if [ -n "$rest" ]; then rest=$t/$rest; else rest=$t; fi
+      continue
+    fi
+    if [ -d "$next" ]; then cur=$next; E=$next
+    elif [ -e "$next" ]; then [ -n "$rest" ] && { C=11; return; }; cur=$next
+    else cur=$next; missing=1
+    fi
+  done
+  [ $missing = 0 ] && [ -d "${cur:-/}" ] && C=12
+}
+for p in "$@"; do
+  resolve "$p"
+  printf '%s\0%s\0%s\0' "$C" "${cur:-/}" "$E"
+done
 """
 
 LIST_SCRIPT = (
@@ -96,6 +185,7 @@ exec mkdir -- "$p"
 """
 )
 
-EXISTS_SCRIPT = '[ -e "$1" ] || [ -L "$1" ]'
+# `exists` follows links: a dangling link is not there.
+EXISTS_SCRIPT = '[ -e "$1" ]'
 
 IDS_SCRIPT = "id -u; id -g"
