@@ -130,8 +130,10 @@ def test_providers_lists_inmemory_with_its_options() -> None:
     assert row["default"] is True
     options = {option["name"]: option for option in row["options"]}
     assert options["max_loop_iterations"]["type"] == "int"
-    assert options["max_loop_iterations"]["default"] == 10_000
+    assert options["max_loop_iterations"]["default"] == 10_000_000
     assert options["max_loop_iterations"]["constraints"] == ["gt=0"]
+    assert options["memory_budget"]["default"] == 256 * 1024 * 1024
+    assert options["max_workers"]["default"] == 2
 
 
 def test_plugins_lists_the_provider_plugin() -> None:

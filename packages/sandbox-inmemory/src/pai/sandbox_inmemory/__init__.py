@@ -1,8 +1,8 @@
-"""A PAI sandbox provider with an in-memory filesystem and an in-process bash interpreter.
+"""A PAI sandbox provider with an in-memory filesystem and a bash interpreter in worker processes.
 
-The embedded default: no container engine, no network, nothing outside the process. Each
-instance is a just-bash in-memory filesystem with ``/workspace`` as the working folder; each
-command runs in a fresh just-bash interpreter over it.
+The embedded default: no container engine, no network. Each instance is an in-memory filesystem
+held by this process, with ``/workspace`` as the working folder; each command runs in a fresh
+just-bash interpreter in a locked-down worker process that reaches only those files.
 
 Example::
 
@@ -24,21 +24,28 @@ from pai.sandbox.provider import lazy_exports
 # ``_plugin``), and must not pay for importing the interpreter (just-bash pulls in aiohttp) until
 # the provider is chosen.
 if TYPE_CHECKING:
-    from pai.sandbox_inmemory._just_bash import EXIT_INTERPRETER_ERROR as EXIT_INTERPRETER_ERROR
-    from pai.sandbox_inmemory._just_bash import ExecutionLimits as ExecutionLimits
+    from just_bash import ExecutionLimits as ExecutionLimits
+
+    from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError as SandboxMemoryBudgetError
+    from pai.sandbox_inmemory._provider import DEFAULT_MEMORY_BUDGET as DEFAULT_MEMORY_BUDGET
     from pai.sandbox_inmemory._provider import EXIT_TIMEOUT as EXIT_TIMEOUT
     from pai.sandbox_inmemory._provider import InMemorySandboxInstance as InMemorySandboxInstance
     from pai.sandbox_inmemory._provider import InMemorySandboxProvider as InMemorySandboxProvider
     from pai.sandbox_inmemory._provider import (
         create_in_memory_sandbox_provider as create_in_memory_sandbox_provider,
     )
+    from pai.sandbox_inmemory._shell import EXIT_INTERPRETER_ERROR as EXIT_INTERPRETER_ERROR
+    from pai.sandbox_inmemory._shell import EXIT_OUT_OF_MEMORY as EXIT_OUT_OF_MEMORY
 
 _LAZY = {
-    "EXIT_INTERPRETER_ERROR": "pai.sandbox_inmemory._just_bash",
-    "ExecutionLimits": "pai.sandbox_inmemory._just_bash",
+    "DEFAULT_MEMORY_BUDGET": "pai.sandbox_inmemory._provider",
+    "EXIT_INTERPRETER_ERROR": "pai.sandbox_inmemory._shell",
+    "EXIT_OUT_OF_MEMORY": "pai.sandbox_inmemory._shell",
     "EXIT_TIMEOUT": "pai.sandbox_inmemory._provider",
+    "ExecutionLimits": "just_bash",
     "InMemorySandboxInstance": "pai.sandbox_inmemory._provider",
     "InMemorySandboxProvider": "pai.sandbox_inmemory._provider",
+    "SandboxMemoryBudgetError": "pai.sandbox_inmemory._errors",
     "create_in_memory_sandbox_provider": "pai.sandbox_inmemory._provider",
 }
 
@@ -54,10 +61,13 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "DEFAULT_MEMORY_BUDGET",
     "EXIT_INTERPRETER_ERROR",
+    "EXIT_OUT_OF_MEMORY",
     "EXIT_TIMEOUT",
     "ExecutionLimits",
     "InMemorySandboxInstance",
     "InMemorySandboxProvider",
+    "SandboxMemoryBudgetError",
     "create_in_memory_sandbox_provider",
 ]

@@ -1,9 +1,10 @@
-"""File operations on a :class:`SandboxFs`, with POSIX-like checks and ``pai.sandbox`` errors.
+"""File operations on a :class:`HostFs`, with POSIX-like checks and ``pai.sandbox`` errors.
 
 just-bash's ``InMemoryFs`` is lenient where a real filesystem is not (it writes "under" a file,
 makes folders whose parent is a file, removes ``/``), so every operation checks its path first and
 raises the matching ``Sandbox*Error`` naming the path the caller gave. Paths arrive absolute and
-normalized (the facade resolves them). Runs on the provider's private loop only.
+normalized (the facade resolves them). The coroutines here never suspend: the provider runs each
+to its end with ``drive`` while it holds the instance's lock.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from pai.sandbox import (
     SandboxError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
+    SandboxFileTooLargeError,
     SandboxInputError,
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
     SandboxProviderError,
 )
-from pai.sandbox_inmemory._just_bash import SandboxFs
+from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError
+from pai.sandbox_inmemory._hostfs import HostFs
 
 T = TypeVar("T")
 
@@ -58,13 +61,13 @@ def _translate(error: OSError, path: str) -> SandboxError:
 async def _guard(path: str, operation: Callable[[], Awaitable[T]]) -> T:
     try:
         return await operation()
-    except SandboxError:
+    except (SandboxError, SandboxMemoryBudgetError):
         raise
     except OSError as error:
         raise _translate(error, path) from error
 
 
-async def _is_dir(fs: SandboxFs, path: str) -> bool | None:
+async def _is_dir(fs: HostFs, path: str) -> bool | None:
     """``True`` for a folder, ``False`` for anything else, ``None`` when nothing is there."""
     try:
         return (await fs.stat(path)).is_directory
@@ -72,7 +75,7 @@ async def _is_dir(fs: SandboxFs, path: str) -> bool | None:
         return None
 
 
-async def _check_parents(fs: SandboxFs, path: str) -> None:
+async def _check_parents(fs: HostFs, path: str) -> None:
     """Every ancestor of ``path`` exists and is a folder (symlinks followed)."""
     current = ""
     for part in path.strip("/").split("/")[:-1]:
@@ -84,14 +87,14 @@ async def _check_parents(fs: SandboxFs, path: str) -> None:
             raise SandboxNotADirectoryError(path, f"{current} is not a directory")
 
 
-async def _without_final_link(fs: SandboxFs, path: str) -> str:
+async def _without_final_link(fs: HostFs, path: str) -> str:
     """``path`` with symlinks resolved in its folders but not in its last component."""
     if path == "/":
         return path
     return posixpath.join(await fs.realpath(posixpath.dirname(path)), posixpath.basename(path))
 
 
-async def _lexists(fs: SandboxFs, path: str) -> bool:
+async def _lexists(fs: HostFs, path: str) -> bool:
     try:
         await fs.lstat(path)
     except FileNotFoundError:
@@ -99,7 +102,7 @@ async def _lexists(fs: SandboxFs, path: str) -> bool:
     return True
 
 
-async def check_workdir(fs: SandboxFs, path: str) -> None:
+async def check_workdir(fs: HostFs, path: str) -> None:
     """``path`` is an existing folder, fit to be a command's working directory."""
 
     async def check() -> None:
@@ -113,7 +116,7 @@ async def check_workdir(fs: SandboxFs, path: str) -> None:
     await _guard(path, check)
 
 
-async def read_file(fs: SandboxFs, path: str) -> bytes:
+async def read_file(fs: HostFs, path: str, max_bytes: int) -> bytes:
     async def read() -> bytes:
         await _check_parents(fs, path)
         kind = await _is_dir(fs, path)
@@ -121,12 +124,15 @@ async def read_file(fs: SandboxFs, path: str) -> bytes:
             raise SandboxFileNotFoundError(path)
         if kind:
             raise SandboxIsADirectoryError(path)
+        size = fs.size_of(path)
+        if size is not None and size > max_bytes:
+            raise SandboxFileTooLargeError(path, size=size, limit=max_bytes)
         return await fs.read_file_bytes(path)
 
     return await _guard(path, read)
 
 
-async def write_files(fs: SandboxFs, files: Sequence[FileWrite]) -> None:
+async def write_files(fs: HostFs, files: Sequence[FileWrite]) -> None:
     for file in files:
 
         async def write(file: FileWrite = file) -> None:
@@ -147,7 +153,7 @@ async def write_files(fs: SandboxFs, files: Sequence[FileWrite]) -> None:
         await _guard(file.path, write)
 
 
-async def list_dir(fs: SandboxFs, path: str) -> list[DirEntry]:
+async def list_dir(fs: HostFs, path: str) -> list[DirEntry]:
     async def listing() -> list[DirEntry]:
         await _check_parents(fs, path)
         kind = await _is_dir(fs, path)
@@ -175,7 +181,7 @@ async def list_dir(fs: SandboxFs, path: str) -> list[DirEntry]:
     return await _guard(path, listing)
 
 
-async def remove(fs: SandboxFs, path: str, *, recursive: bool) -> None:
+async def remove(fs: HostFs, path: str, *, recursive: bool) -> None:
     if path == "/":
         raise SandboxInputError("refusing to remove '/', the sandbox's root folder")
 
@@ -193,7 +199,7 @@ async def remove(fs: SandboxFs, path: str, *, recursive: bool) -> None:
     await _guard(path, delete)
 
 
-async def make_dir(fs: SandboxFs, path: str, *, parents: bool) -> None:
+async def make_dir(fs: HostFs, path: str, *, parents: bool) -> None:
     async def make() -> None:
         if not parents:
             await _check_parents(fs, path)
@@ -217,5 +223,5 @@ async def make_dir(fs: SandboxFs, path: str, *, parents: bool) -> None:
     await _guard(path, make)
 
 
-async def exists(fs: SandboxFs, path: str) -> bool:
+async def exists(fs: HostFs, path: str) -> bool:
     return await _guard(path, lambda: fs.exists(path))

@@ -14,17 +14,24 @@ from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
 
 
 class InMemoryOptions(BaseModel):
-    """``[capabilities.sandbox.inmemory]``: the interpreter's execution limits."""
+    """``[capabilities.sandbox.inmemory]``: memory budget, worker count, interpreter limits."""
 
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
-    max_loop_iterations: int = Field(10_000, gt=0)
-    max_command_count: int = Field(100_000, gt=0)
+    memory_budget: int = Field(256 * 1024 * 1024, ge=1024 * 1024)
+    """Bytes one sandbox's files may hold, and one command's worker may allocate."""
+    max_workers: int = Field(2, gt=0)
+    """Worker processes running commands at the same time (per event loop)."""
+    max_loop_iterations: int = Field(10_000_000, gt=0)
+    max_command_count: int = Field(10_000_000, gt=0)
     max_call_depth: int = Field(100, gt=0)
+    max_awk_iterations: int = Field(10_000_000, gt=0)
+    max_sed_iterations: int = Field(10_000_000, gt=0)
 
 
 def _make_provider(options: InMemoryOptions) -> SandboxProvider:
-    from pai.sandbox_inmemory._just_bash import ExecutionLimits
+    from just_bash import ExecutionLimits
+
     from pai.sandbox_inmemory._provider import create_in_memory_sandbox_provider
 
     return create_in_memory_sandbox_provider(
@@ -32,7 +39,11 @@ def _make_provider(options: InMemoryOptions) -> SandboxProvider:
             max_loop_iterations=options.max_loop_iterations,
             max_command_count=options.max_command_count,
             max_call_depth=options.max_call_depth,
-        )
+            max_awk_iterations=options.max_awk_iterations,
+            max_sed_iterations=options.max_sed_iterations,
+        ),
+        memory_budget=options.memory_budget,
+        max_workers=options.max_workers,
     )
 
 
@@ -43,7 +54,10 @@ def pai_sandbox_providers() -> list[SandboxProviderRegistration]:
             name="inmemory",
             factory=_make_provider,
             options=InMemoryOptions,
-            description="In-process: an in-memory filesystem and a bash interpreter (no host access).",
+            description=(
+                "An in-memory filesystem and a bash interpreter in locked-down worker "
+                "processes; for tests and demos, not for untrusted code at scale."
+            ),
             install_hint="pip install pai-sandbox-inmemory",
         )
     ]

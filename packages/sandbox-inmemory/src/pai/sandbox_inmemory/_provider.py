@@ -1,15 +1,18 @@
-"""The in-memory sandbox provider: an in-memory filesystem and a bash interpreter per instance."""
+"""The in-memory sandbox provider: files in the host, commands in worker processes."""
 
 from __future__ import annotations
 
 import math
+import threading
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
+from just_bash import ExecutionLimits
 
 from pai.sandbox import (
     WORKSPACE,
@@ -19,22 +22,23 @@ from pai.sandbox import (
     OutputCallback,
     ProviderFeatures,
     RawCommandResult,
+    SandboxClosedError,
+    SandboxError,
     SandboxInputError,
+    SandboxProviderError,
     SandboxVanishedError,
 )
 from pai.sandbox_inmemory import _files
-from pai.sandbox_inmemory._just_bash import (
-    Command,
-    ExecutionLimits,
-    SandboxFs,
-    ScriptResult,
-    command_registry,
-    encode,
-    run_script,
-)
-from pai.sandbox_inmemory._loop import LoopThread
+from pai.sandbox_inmemory._hostfs import HostFs, drive, serve_frame
+from pai.sandbox_inmemory._pool import Worker, WorkerDied, WorkerPool
+from pai.sandbox_inmemory._protocol import ProtocolError, encode_frame
+from pai.sandbox_inmemory._shell import EXIT_OUT_OF_MEMORY
 
 __all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_WORKERS",
+    "DEFAULT_MEMORY_BUDGET",
+    "EXIT_OUT_OF_MEMORY",
     "EXIT_TIMEOUT",
     "NAME",
     "InMemorySandboxInstance",
@@ -50,43 +54,39 @@ NAME = "inmemory"
 EXIT_TIMEOUT = 124
 """Exit code of a command stopped at its timeout (as GNU ``timeout`` reports it)."""
 
+DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024
+"""Bytes one sandbox's files may hold, and one command's worker may use (256 MiB)."""
+
+DEFAULT_MAX_WORKERS = 2
+"""Worker processes that run commands at the same time, per event loop."""
+
+DEFAULT_LIMITS = ExecutionLimits(
+    max_call_depth=100,
+    max_command_count=10_000_000,
+    max_loop_iterations=10_000_000,
+    max_awk_iterations=10_000_000,
+    max_sed_iterations=10_000_000,
+)
+"""The interpreter limits when none are given: generous, because the timeout (which kills the
+worker) and the memory budget are what bound a command; a limit hit ends it with exit code 126."""
+
 _FEATURES = ProviderFeatures(cross_process=False, durable=False, processes=False)
 
 
-class _Runtime:
-    """What every instance of one provider shares: the loop, the commands, the limits."""
-
-    __slots__ = ("commands", "limits", "loop")
-
-    loop: LoopThread
-    commands: dict[str, Command]
-    limits: ExecutionLimits
-
-    def __init__(self, limits: ExecutionLimits) -> None:
-        self.loop = LoopThread(NAME)
-        self.commands = command_registry()
-        self.limits = limits
-
-
 class _State:
-    """One incarnation of an instance. Touched only on the provider's loop thread."""
+    """One incarnation of an instance: its files and the commands running in it."""
 
-    __slots__ = ("alive", "created_at", "fs", "instance_id", "key", "running")
+    __slots__ = ("alive", "created_at", "fs", "instance_id", "key", "lock", "running")
 
-    key: str
-    instance_id: str
-    created_at: datetime
-    fs: SandboxFs
-    alive: bool
-    running: set[anyio.CancelScope]
-
-    def __init__(self, key: str, fs: SandboxFs) -> None:
+    def __init__(self, key: str, budget: int) -> None:
         self.key = key
         self.instance_id = uuid.uuid4().hex
         self.created_at = datetime.now(UTC)
-        self.fs = fs
+        self.fs = HostFs(budget)
+        drive(self.fs.mkdir(WORKSPACE, recursive=True))
         self.alive = True
-        self.running = set()
+        self.lock = threading.Lock()
+        self.running: set[Worker] = set()
 
     def check(self) -> None:
         if not self.alive:
@@ -96,32 +96,46 @@ class _State:
             )
 
     def vanish(self) -> None:
-        """Mark the instance gone and stop the commands still running in it."""
-        self.alive = False
-        for scope in self.running:
-            scope.cancel()
+        """Mark the instance gone and kill the workers running its commands."""
+        with self.lock:
+            self.alive = False
+            running = list(self.running)
+        for worker in running:
+            worker.kill()
 
 
-class _Timeout:
-    """Marker: the command was stopped at its timeout."""
+class _Runtime:
+    """What every instance of one provider shares: the worker pool and the limits."""
+
+    __slots__ = ("limits", "memory_budget", "pool")
+
+    def __init__(self, limits: ExecutionLimits, memory_budget: int, max_workers: int) -> None:
+        self.limits = limits
+        self.memory_budget = memory_budget
+        self.pool = WorkerPool(max_workers=max_workers, memory_budget=memory_budget)
 
 
-_TIMED_OUT = _Timeout()
+def _timeout_message(timeout: float) -> bytes:
+    return (
+        f"pai-sandbox-inmemory: the command timed out after {timeout:g} s and was killed; "
+        "its output is lost (files it wrote before are kept)\n"
+    ).encode()
 
 
-def _cap(text: str, limit: int) -> tuple[bytes, bool]:
-    """``text`` as at most ``limit`` bytes, and whether that cut anything."""
-    if len(text) > limit:  # every character is at least one byte: the cut is certain
-        return encode(text[:limit])[:limit], True
-    data = encode(text)
-    return (data[:limit], True) if len(data) > limit else (data, False)
+def _died_message(budget: int) -> bytes:
+    return (
+        "pai-sandbox-inmemory: the shell process running the command died (most likely it ran "
+        f"out of memory: the memory budget is {budget} bytes, option memory_budget); files "
+        "written before are kept\n"
+    ).encode()
 
 
 class InMemorySandboxInstance:
-    """One in-memory sandbox: its files live in the provider's process, its shell is just-bash.
+    """One in-memory sandbox: its files live in the provider's process, its commands run in
+    worker processes that reach those files only through requests the provider serves.
 
     Every method raises :class:`~pai.sandbox.SandboxVanishedError` once the instance was destroyed
-    (or replaced, or forgotten); commands still running then are stopped and raise it too.
+    (or replaced, or forgotten); commands still running then are killed and raise it too.
     """
 
     __slots__ = ("_runtime", "_state")
@@ -140,18 +154,20 @@ class InMemorySandboxInstance:
         """A fresh id per incarnation (a uuid)."""
         return self._state.instance_id
 
+    @property
+    def memory_used(self) -> int:
+        """Bytes the instance's files hold, as counted against the memory budget."""
+        return self._state.fs.used
+
     def __repr__(self) -> str:
         status = "" if self._state.alive else ", destroyed"
         return f"InMemorySandboxInstance({self.key!r}, {self.instance_id!r}{status})"
 
-    async def _call(self, operation: Callable[[SandboxFs], Awaitable[T]]) -> T:
+    def _files(self, operation: Callable[[HostFs], Coroutine[Any, Any, T]]) -> T:
         state = self._state
-
-        async def on_loop() -> T:
+        with state.lock:
             state.check()
-            return await operation(state.fs)
-
-        return await self._runtime.loop.call(on_loop)
+            return drive(operation(state.fs))
 
     async def run(
         self,
@@ -165,111 +181,177 @@ class InMemorySandboxInstance:
         on_stdout: OutputCallback | None = None,
         on_stderr: OutputCallback | None = None,
     ) -> RawCommandResult:
-        """Run ``command`` in a fresh just-bash shell over this instance's files.
+        """Run ``command`` in a fresh just-bash shell, in a worker process, over this instance's
+        files.
 
-        Like ``sh -c``: ``cwd`` (which must be an existing folder) and ``env`` (added to the
-        defaults) apply to this command only. ``stdin`` is what the script's commands read from
-        standard input; any bytes are fine. At ``timeout`` seconds the script is cancelled
-        between two steps (nothing of it runs after this returns), ``timed_out`` is set, the exit
-        code is 124 and the output is lost (the interpreter returns output only at the end).
+        Like ``sh -c``: ``cwd`` and ``env`` (added to the defaults) apply to this command only;
+        a missing or non-folder ``cwd`` is a result with exit code 1 and the reason on stderr.
+        ``stdin`` bytes reach the command unchanged; ``None`` reads as empty. At ``timeout``
+        seconds the worker is killed (whatever the command does), ``timed_out`` is set, the exit
+        code is 124, and the output is lost (files written before stay). A command that runs out
+        of memory ends with exit code 137 and a message naming ``memory_budget``; a limit of
+        :class:`ExecutionLimits` with exit code 126.
 
-        ``on_stdout`` / ``on_stderr`` are called once each, after the command finished, with the
-        capped output (when it is not empty): the interpreter does not stream. A limit of
-        just-bash (``ExecutionLimits``: loop iterations, command count, call depth) or an internal
-        interpreter failure is a result with exit code 126 and the reason on stderr.
+        Output is capped at ``output_limit`` bytes per stream inside the worker (the host never
+        receives more); ``on_stdout`` / ``on_stderr`` are called once each, after the command
+        finished, with the capped output (when not empty).
         """
         if timeout is not None and not timeout > 0:  # also refuses NaN
             raise SandboxInputError(f"timeout must be positive seconds or None, got {timeout!r}")
         state, runtime = self._state, self._runtime
-        env_copy = dict(env)
+        try:
+            self._files(lambda fs: _files.check_workdir(fs, cwd))
+        except SandboxVanishedError:
+            raise
+        except SandboxError as error:
+            message = f"pai-sandbox-inmemory: cannot run the command in {cwd}: {error}\n"
+            return RawCommandResult(stdout=b"", stderr=message.encode(), exit_code=1)
 
-        async def on_loop() -> ScriptResult | _Timeout:
-            state.check()
-            await _files.check_workdir(state.fs, cwd)
-            outcome: ScriptResult | _Timeout = _TIMED_OUT
-            # One scope serves both ends: its deadline is the timeout, and destroying the
-            # instance cancels it (state.check() below then tells the two apart).
-            deadline = math.inf if timeout is None else anyio.current_time() + timeout
-            with anyio.CancelScope(deadline=deadline) as scope:
-                state.running.add(scope)
-                try:
-                    outcome = await run_script(
-                        state.fs,
-                        runtime.commands,
-                        runtime.limits,
-                        command,
-                        cwd=cwd,
-                        env=env_copy,
-                        stdin=stdin,
-                    )
-                finally:
-                    state.running.discard(scope)
-            state.check()  # destroyed while it ran
-            return outcome
-
-        outcome = await runtime.loop.call(on_loop)
-        if isinstance(outcome, _Timeout):
-            message = (
-                f"pai-sandbox-inmemory: the command timed out after {timeout:g} s and was "
-                "stopped; its output is lost\n"
-            )
-            stdout, stderr, exit_code, timed_out = "", message, EXIT_TIMEOUT, True
-        else:
-            stdout, stderr = outcome.stdout, outcome.stderr
-            exit_code, timed_out = outcome.exit_code, False
-        out, out_cut = _cap(stdout, output_limit)
-        err, err_cut = _cap(stderr, output_limit)
-        if on_stdout is not None and out:
-            on_stdout(out)
-        if on_stderr is not None and err:
-            on_stderr(err)
-        return RawCommandResult(
-            stdout=out,
-            stderr=err,
-            exit_code=exit_code,
-            timed_out=timed_out,
-            truncated=out_cut or err_cut,
+        deadline = math.inf if timeout is None else anyio.current_time() + timeout
+        request = encode_frame(
+            [
+                "run",
+                {
+                    "script": command,
+                    "cwd": cwd,
+                    "env": dict(env),
+                    "stdin": stdin is not None,
+                    "limits": asdict(runtime.limits),
+                    "output_limit": output_limit,
+                },
+            ],
+            stdin or b"",
         )
+        generation = runtime.pool.generation
+        result: RawCommandResult | None = None
+        lease = await runtime.pool.lease(deadline)
+        if lease is not None:
+            worker = lease.worker
+            with state.lock:
+                registered = state.alive
+                if registered:
+                    state.running.add(worker)
+            try:
+                state.check()
+                with anyio.CancelScope(deadline=deadline + lease.startup):
+                    result = await self._converse(worker, request, output_limit)
+            except (WorkerDied, ProtocolError):
+                worker.kill()
+                state.check()  # destroyed while it ran
+                if runtime.pool.generation != generation:
+                    raise SandboxClosedError(
+                        "the in-memory sandbox provider was closed (aclose()) while the command "
+                        "ran; it was stopped"
+                    ) from None
+                result = RawCommandResult(
+                    stdout=b"",
+                    stderr=_died_message(runtime.memory_budget),
+                    exit_code=EXIT_OUT_OF_MEMORY,
+                )
+            finally:
+                if result is None:
+                    worker.kill()  # a timeout, a cancelled caller: never reuse it mid-command
+                with state.lock:
+                    state.running.discard(worker)
+                await lease.release(reusable=result is not None)
+        if result is None:
+            assert timeout is not None
+            state.check()
+            result = RawCommandResult(
+                stdout=b"",
+                stderr=_timeout_message(timeout),
+                exit_code=EXIT_TIMEOUT,
+                timed_out=True,
+            )
+        if on_stdout is not None and result.stdout:
+            on_stdout(result.stdout)
+        if on_stderr is not None and result.stderr:
+            on_stderr(result.stderr)
+        return result
 
-    async def read_file(self, path: str) -> bytes:
-        """The file's bytes."""
-        return await self._call(lambda fs: _files.read_file(fs, path))
+    async def _converse(
+        self, worker: Worker, request: bytes, output_limit: int
+    ) -> RawCommandResult:
+        """Send the command, serve the worker's file requests, return its result."""
+        state, budget = self._state, self._runtime.memory_budget
+        await worker.send(request)
+        while True:
+            message, payload = await worker.receive(max_payload=budget + 2 * output_limit)
+            kind = message[0]
+            if kind == "fs" and len(message) == 3 and isinstance(message[1], str):
+                arguments = message[2]
+                if not isinstance(arguments, list):
+                    raise ProtocolError("a file request without an argument list")
+                with state.lock:
+                    state.check()
+                    reply, data = serve_frame(
+                        state.fs,
+                        message[1],
+                        arguments,  # pyright: ignore[reportUnknownArgumentType]
+                        payload,
+                    )
+                await worker.send(encode_frame(reply, data))
+            elif kind == "done" and len(message) == 2 and isinstance(message[1], dict):
+                done: dict[str, Any] = message[1]  # pyright: ignore[reportUnknownVariableType]
+                split = int(done["stdout"])
+                if not 0 <= split <= len(payload) or len(payload) - split > output_limit:
+                    raise ProtocolError("a result whose lengths do not add up")
+                if done.get("retire"):
+                    worker.kill()
+                return RawCommandResult(
+                    stdout=payload[:split],
+                    stderr=payload[split:],
+                    exit_code=int(done["exit_code"]),
+                    truncated=bool(done["truncated"]),
+                )
+            else:
+                raise ProtocolError(f"unexpected worker message {kind!r}")
+
+    async def read_file(self, path: str, *, max_bytes: int) -> bytes:
+        """The file's bytes; a file over ``max_bytes`` raises
+        :class:`~pai.sandbox.SandboxFileTooLargeError` (checked before reading)."""
+        return self._files(lambda fs: _files.read_file(fs, path, max_bytes))
 
     async def write_files(self, files: Sequence[FileWrite]) -> None:
-        """Write every file in order, creating parent folders and setting each file's mode."""
+        """Write every file in order, creating parent folders and setting each file's mode.
+
+        A write that would take the files over the memory budget raises
+        :class:`~pai.sandbox_inmemory.SandboxMemoryBudgetError` (that file is not written).
+        """
         batch = list(files)
-        await self._call(lambda fs: _files.write_files(fs, batch))
+        self._files(lambda fs: _files.write_files(fs, batch))
 
     async def list_dir(self, path: str) -> Sequence[DirEntry]:
         """The folder's entries (name, path, type, size), sorted by name."""
-        return await self._call(lambda fs: _files.list_dir(fs, path))
+        return self._files(lambda fs: _files.list_dir(fs, path))
 
     async def remove(self, path: str, *, recursive: bool) -> None:
         """Remove a file or an empty folder; ``recursive`` also removes a non-empty folder."""
-        await self._call(lambda fs: _files.remove(fs, path, recursive=recursive))
+        self._files(lambda fs: _files.remove(fs, path, recursive=recursive))
 
     async def make_dir(self, path: str, *, parents: bool) -> None:
         """Make a folder. Without ``parents``, an existing path is ``SandboxFileExistsError``
         and a missing parent ``SandboxFileNotFoundError``; with it, missing parents are made
         and an existing folder is fine."""
-        await self._call(lambda fs: _files.make_dir(fs, path, parents=parents))
+        self._files(lambda fs: _files.make_dir(fs, path, parents=parents))
 
     async def exists(self, path: str) -> bool:
         """Whether anything exists at ``path`` (a dangling symlink counts as nothing)."""
-        return await self._call(lambda fs: _files.exists(fs, path))
+        return self._files(lambda fs: _files.exists(fs, path))
 
 
 class InMemorySandboxProvider:
-    """Sandboxes that live in this process: an in-memory filesystem plus an in-process bash.
+    """Sandboxes whose files live in this process and whose commands run in worker processes.
 
-    Each instance is a just-bash ``InMemoryFs`` (with ``/workspace`` as the working folder) and a
-    fresh just-bash interpreter per command. The interpreter sees only that filesystem and has no
-    network. All of it runs on one private asyncio event loop in a background thread, started on
-    first use and stopped by :meth:`aclose`, so the provider works the same under asyncio and
-    trio, and concurrent commands really run concurrently there.
+    Each instance is an in-memory filesystem (with ``/workspace`` as the working folder) held by
+    this process. Each command runs in a fresh just-bash shell in one of a small pool of worker
+    processes (at most ``max_workers`` at once per event loop), which reach the instance's files
+    only through requests this process serves; see the package README for the isolation they
+    get. A timeout kills the worker, whatever the command does, and the host's event loop never
+    waits on a command. Works the same under asyncio and trio.
 
     Instances vanish with the process (``cross_process=False``, ``durable=False``); ``aclose``
-    stops the thread but keeps the instances, so a later call starts it again.
+    stops the workers but keeps the instances, so a later call starts workers again.
 
     Example::
 
@@ -280,9 +362,31 @@ class InMemorySandboxProvider:
         await sessions.aclose()  # also closes the provider
     """
 
-    def __init__(self, *, limits: ExecutionLimits | None = None) -> None:
-        self._runtime = _Runtime(limits if limits is not None else ExecutionLimits())
-        # key -> (instance, its state); touched only on the loop thread.
+    def __init__(
+        self,
+        *,
+        limits: ExecutionLimits | None = None,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+    ) -> None:
+        if isinstance(memory_budget, bool) or not isinstance(memory_budget, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise SandboxInputError(
+                f"memory_budget must be a number of bytes (int), got {memory_budget!r}"
+            )
+        if memory_budget < 1024 * 1024:
+            raise SandboxInputError(
+                f"memory_budget must be at least 1 MiB (1048576 bytes), got {memory_budget}"
+            )
+        if (
+            isinstance(max_workers, bool)
+            or not isinstance(max_workers, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or max_workers < 1
+        ):
+            raise SandboxInputError(f"max_workers must be an int >= 1, got {max_workers!r}")
+        self._runtime = _Runtime(
+            limits if limits is not None else DEFAULT_LIMITS, memory_budget, max_workers
+        )
+        self._lock = threading.Lock()
         self._instances: dict[str, tuple[InMemorySandboxInstance, _State]] = {}
 
     @property
@@ -300,43 +404,49 @@ class InMemorySandboxProvider:
         """The interpreter limits every command runs under."""
         return self._runtime.limits
 
+    @property
+    def memory_budget(self) -> int:
+        """Bytes one sandbox's files, and one command's worker, may use."""
+        return self._runtime.memory_budget
+
+    @property
+    def max_workers(self) -> int:
+        """Commands that run at the same time per event loop (one worker process each)."""
+        return self._runtime.pool.max_workers
+
     async def create(self, key: str) -> InMemorySandboxInstance:
         """A new, empty instance for ``key``; an existing one is destroyed first."""
-
-        async def on_loop() -> InMemorySandboxInstance:
-            self._drop(key)
-            fs = SandboxFs()
-            await fs.mkdir(WORKSPACE, recursive=True)
-            state = _State(key, fs)
-            instance = InMemorySandboxInstance(self._runtime, state)
+        state = _State(key, self._runtime.memory_budget)
+        instance = InMemorySandboxInstance(self._runtime, state)
+        with self._lock:
+            old = self._instances.get(key)
             self._instances[key] = (instance, state)
-            return instance
-
-        return await self._runtime.loop.call(on_loop)
+        if old is not None:
+            old[1].vanish()
+        try:
+            self._runtime.pool.warm()
+        except OSError as error:
+            raise SandboxProviderError(
+                f"the in-memory sandbox could not start a worker process: {error}"
+            ) from error
+        return instance
 
     async def find(self, key: str) -> InMemorySandboxInstance | None:
         """The live instance for ``key``, or ``None``."""
-
-        async def on_loop() -> InMemorySandboxInstance | None:
+        with self._lock:
             entry = self._instances.get(key)
-            return entry[0] if entry is not None else None
-
-        if not self._instances:  # nothing was ever created: no need to start the loop
-            return None
-        return await self._runtime.loop.call(on_loop)
+        return entry[0] if entry is not None else None
 
     async def destroy(self, key: str) -> None:
         """Remove the instance for ``key`` and its files; a missing key does nothing.
 
         Anyone still holding the instance gets ``SandboxVanishedError`` from then on, and its
-        running commands are stopped.
+        running commands are killed.
         """
-
-        async def on_loop() -> None:
-            self._drop(key)
-
-        if self._instances:
-            await self._runtime.loop.call(on_loop)
+        with self._lock:
+            entry = self._instances.pop(key, None)
+        if entry is not None:
+            entry[1].vanish()
 
     async def forget(self, key: str) -> None:
         """For tests: remove the instance for ``key`` behind the session manager's back.
@@ -348,33 +458,24 @@ class InMemorySandboxProvider:
         """
         await self.destroy(key)
 
-    def _drop(self, key: str) -> None:
-        entry = self._instances.pop(key, None)
-        if entry is not None:
-            entry[1].vanish()
-
     async def list_instances(self) -> Sequence[InstanceInfo]:
         """Every live instance of this provider, oldest first."""
-
-        async def on_loop() -> list[InstanceInfo]:
+        with self._lock:
             states = sorted((state for _, state in self._instances.values()), key=_created)
-            return [
-                InstanceInfo(
-                    key=state.key,
-                    instance_id=state.instance_id,
-                    created_at=state.created_at,
-                    provider=NAME,
-                )
-                for state in states
-            ]
-
-        if not self._instances:
-            return []
-        return await self._runtime.loop.call(on_loop)
+        return [
+            InstanceInfo(
+                key=state.key,
+                instance_id=state.instance_id,
+                created_at=state.created_at,
+                provider=NAME,
+            )
+            for state in states
+        ]
 
     async def aclose(self) -> None:
-        """Stop the background loop (cancelling commands still running); instances stay."""
-        await self._runtime.loop.aclose()
+        """Kill the worker processes (commands still running raise ``SandboxClosedError``);
+        instances and their files stay, and a later command starts workers again."""
+        await self._runtime.pool.close()
 
     async def __aenter__(self) -> InMemorySandboxProvider:
         return self
@@ -396,16 +497,27 @@ def _created(state: _State) -> datetime:
 
 
 def create_in_memory_sandbox_provider(
-    *, limits: ExecutionLimits | None = None
+    *,
+    limits: ExecutionLimits | None = None,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    max_workers: int = DEFAULT_MAX_WORKERS,
 ) -> InMemorySandboxProvider:
-    """An in-memory sandbox provider; ``limits`` bounds what one command may do.
+    """An in-memory sandbox provider.
 
-    ``limits`` is just-bash's ``ExecutionLimits`` (re-exported here): loop iterations, command
-    count, call depth, awk/sed iterations per command. A script that exceeds one stops with exit
-    code 126 and the reason on stderr.
+    - ``limits``: just-bash's ``ExecutionLimits`` (re-exported here): loop iterations, command
+      count, call depth, awk/sed iterations per command; a script over one stops with exit
+      code 126 and the reason on stderr. Default: :data:`DEFAULT_LIMITS` (call depth 100,
+      10 million for the others), since the timeout and the memory budget bound a command.
+    - ``memory_budget`` (bytes, default 256 MiB): what one sandbox's files may hold (a write
+      beyond it fails with a "memory budget" error) and what one command's worker process may
+      allocate beyond its baseline (beyond it the command ends with exit code 137).
+    - ``max_workers`` (default 2): worker processes running commands at the same time, per event
+      loop; further commands wait for a free one (their timeout counts while they wait).
 
     Example::
 
         sessions = create_sandbox_session_manager(provider=create_in_memory_sandbox_provider())
     """
-    return InMemorySandboxProvider(limits=limits)
+    return InMemorySandboxProvider(
+        limits=limits, memory_budget=memory_budget, max_workers=max_workers
+    )

@@ -1,0 +1,655 @@
+"""The commands a worker's shell offers, each audited for host access, and the fixes they need.
+
+:data:`COMMAND_AUDIT` is the one source of truth for what the in-memory shell registers: every
+command name with the reason it cannot reach the host. The package README's command table is
+generated from it (``render_audit_table``), and a test fails when the registry and the table
+differ. :func:`command_registry` builds the registry; it refuses a command missing from the table.
+
+Fixes applied to just-bash 0.2.1 in the worker (:func:`patch_just_bash`):
+
+- ``sqlite3`` is replaced: databases are files of the sandbox's filesystem (loaded with
+  ``Connection.deserialize``, written back with ``serialize``); ``ATTACH``/``DETACH`` (and so
+  ``VACUUM INTO``), ``load_extension`` and temp-store pragmas are denied by an authorizer;
+  dot-commands (``.open``, ``.read``, ``.import``, ...) are refused.
+- ``seq`` printed at most 100,000 numbers, silently: longer integer sequences are generated here,
+  and a longer fractional one fails with a message naming the limit.
+- ``cat`` without options copies its input byte for byte (just-bash's adds a newline).
+- ``printf``, ``echo -e`` and ``$'...'`` escapes ``\\NNN`` / ``\\xHH`` produce the raw byte, not the
+  Unicode character of that number (``printf '\\377'`` writes 0xff).
+- ``awk`` ``for``/``while`` loops stopped silently after 10,000 iterations: they now fail with a
+  limit error (``max_awk_iterations``).
+- The arithmetic fallback's Python ``eval`` of shell text is replaced by an evaluator of plain
+  integer arithmetic.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from just_bash.commands import create_command_registry
+from just_bash.types import Command, CommandContext, ExecResult
+
+__all__ = [
+    "COMMAND_AUDIT",
+    "UnauditedCommandError",
+    "command_registry",
+    "patch_just_bash",
+    "render_audit_table",
+]
+
+_FS = "reads and writes only through the sandbox filesystem (`ctx.fs`, served by the host)"
+_TEXT = "pure text processing of its arguments, stdin and sandbox files; no other I/O"
+_SHELL = "runs its arguments as a command line in the same in-memory shell"
+_INFO = "prints fixed or interpreter-held values; no I/O"
+_ENV = "prints the shell's own variables; the worker's process environment is empty"
+
+COMMAND_AUDIT: dict[str, str] = {
+    "alias": _INFO,
+    "argv.py": "prints its arguments (a just-bash test helper); no I/O",
+    "awk": _TEXT + " (just-bash's own awk interpreter; no `system()`, no pipes to programs)",
+    "base64": _TEXT,
+    "basename": _TEXT,
+    "bash": _SHELL,
+    "cat": _FS,
+    "chmod": _FS + "; modes are metadata of the in-memory entries",
+    "clear": _INFO,
+    "column": _TEXT,
+    "comm": _TEXT,
+    "cp": _FS,
+    "cut": _TEXT,
+    "date": "formats the host clock's time; reads no files",
+    "diff": _TEXT,
+    "dirname": _TEXT,
+    "du": _FS,
+    "echo": _INFO,
+    "egrep": _TEXT,
+    "env": _ENV + "; runs a command line in the same shell",
+    "expand": _TEXT,
+    "expr": _TEXT,
+    "false": _INFO,
+    "fgrep": _TEXT,
+    "file": _FS + "; guesses types from content, no magic database",
+    "find": _FS + "; `-exec` runs in the same shell",
+    "fold": _TEXT,
+    "grep": _TEXT,
+    "gunzip": _FS + "; `gzip` module on in-memory bytes",
+    "gzip": _FS + "; `gzip` module on in-memory bytes",
+    "head": _TEXT,
+    "help": _INFO,
+    "history": _INFO,
+    "hostname": "prints a fixed name (`localhost`); no host lookup",
+    "html-to-markdown": _TEXT + " (markdownify on strings; no fetching)",
+    "join": _TEXT,
+    "jq": _TEXT + " (just-bash's own jq interpreter)",
+    "ln": _FS + "; links are entries of the in-memory filesystem, resolved inside it",
+    "ls": _FS,
+    "md5sum": _TEXT,
+    "mkdir": _FS,
+    "mv": _FS,
+    "nl": _TEXT,
+    "od": _TEXT,
+    "paste": _TEXT,
+    "printenv": _ENV,
+    "printenv.py": _ENV + " (a just-bash test helper)",
+    "printf": _INFO + "; `%(...)T` sets `TZ` only in the worker's empty environment",
+    "pwd": _INFO,
+    "read": _TEXT,
+    "readlink": _FS,
+    "rev": _TEXT,
+    "rg": _TEXT,
+    "rm": _FS,
+    "rmdir": _FS,
+    "sed": _TEXT + "; `r`/`w` commands use sandbox files",
+    "seq": _INFO + " (replaced: no silent 100,000-number cap)",
+    "sh": _SHELL,
+    "sha1sum": _TEXT,
+    "sha256sum": _TEXT,
+    "shuf": _TEXT,
+    "sleep": "waits in the worker; the host's timeout still applies",
+    "sort": _TEXT,
+    "split": _FS,
+    "sqlite3": (
+        "replaced: databases are sandbox files loaded into `:memory:` (`deserialize`) and "
+        "written back (`serialize`); ATTACH/DETACH/VACUUM INTO, load_extension and temp-store "
+        "pragmas denied by an authorizer; dot-commands refused"
+    ),
+    "stat": _FS,
+    "strings": _TEXT,
+    "tac": _TEXT,
+    "tail": _TEXT,
+    "tar": _FS + "; `tarfile`/`gzip`/`bz2`/`lzma` on in-memory buffers only",
+    "tee": _FS,
+    "time": _SHELL,
+    "timeout": _SHELL + "; the host's own timeout still applies",
+    "touch": _FS,
+    "tr": _TEXT,
+    "tree": _FS,
+    "true": _INFO,
+    "unalias": _INFO,
+    "unexpand": _TEXT,
+    "uniq": _TEXT,
+    "wc": _TEXT,
+    "which": _FS + " (looks in the sandbox's `/bin`, `/usr/bin`)",
+    "whoami": "prints a fixed name (`user`)",
+    "xan": _TEXT + " (CSV)",
+    "xargs": _SHELL,
+    "yq": _TEXT + " (YAML/JSON/XML/INI parsed from strings; XML entities are not fetched)",
+    "zcat": _FS + "; `gzip` module on in-memory bytes",
+}
+
+
+def render_audit_table() -> str:
+    """The README's command table (Markdown), generated from :data:`COMMAND_AUDIT`."""
+    rows = [
+        "| Command | Why it cannot touch the host |",
+        "| --- | --- |",
+        *(f"| `{name}` | {why} |" for name, why in sorted(COMMAND_AUDIT.items())),
+    ]
+    return "\n".join(rows) + "\n"
+
+
+class UnauditedCommandError(RuntimeError):
+    """A command would be registered that the audit table does not list."""
+
+
+# -- replaced and wrapped commands -----------------------------------------------------------------
+
+
+def _result(stdout: str = "", stderr: str = "", exit_code: int = 0) -> ExecResult:
+    return ExecResult(stdout=stdout, stderr=stderr, exit_code=exit_code)
+
+
+_SEQ_CAP = 100_000  # just-bash's seq stops silently after this many numbers
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+class _Seq:
+    """``seq`` without just-bash's silent cap: long integer sequences are generated here."""
+
+    name = "seq"
+
+    def __init__(self, inner: Command) -> None:
+        self._inner = inner
+
+    async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
+        separator, equal_width, numbers = "\n", False, list[str]()
+        index = 0
+        while index < len(args):
+            arg = args[index]
+            if arg.startswith("--separator="):
+                separator = arg[len("--separator=") :]
+            elif arg == "--equal-width":
+                equal_width = True
+            elif arg.startswith("-") and arg != "-" and not _is_number(arg):
+                flags = arg[1:]
+                if flags.startswith("s"):
+                    if len(flags) > 1:
+                        separator = flags[1:]
+                    elif index + 1 < len(args):
+                        index += 1
+                        separator = args[index]
+                elif flags == "w":
+                    equal_width = True
+                else:
+                    return await self._inner.execute(args, ctx)  # its own error message
+            else:
+                numbers.append(arg)
+            index += 1
+        if not 1 <= len(numbers) <= 3 or not all(_is_number(n) for n in numbers):
+            return await self._inner.execute(args, ctx)
+        first, step, last = (
+            ("1", "1", numbers[0])
+            if len(numbers) == 1
+            else (numbers[0], "1", numbers[1])
+            if len(numbers) == 2
+            else (numbers[0], numbers[1], numbers[2])
+        )
+        f, s, la = float(first), float(step), float(last)
+        if s == 0 or (la - f) / s < _SEQ_CAP:
+            return await self._inner.execute(args, ctx)
+        integral = all(n.lstrip("+-").isdigit() for n in (first, step, last))
+        if not integral:
+            return _result(
+                stderr=(
+                    f"seq: more than {_SEQ_CAP} numbers with a fractional part are not supported "
+                    "by the in-memory shell; use integers\n"
+                ),
+                exit_code=1,
+            )
+        start, stride, stop = int(first), int(step), int(last)
+        values = range(start, stop + (1 if stride > 0 else -1), stride)
+        width = max(len(str(abs(start))), len(str(abs(stop)))) if equal_width else 0
+        chunks: list[str] = []
+        chunk = 65_536
+        for offset in range(0, len(values), chunk):
+            part = values[offset : offset + chunk]
+            texts = (
+                (f"-{str(-v).zfill(width)}" if v < 0 else str(v).zfill(width) for v in part)
+                if width
+                else map(str, part)
+            )
+            chunks.append(separator.join(texts))
+        return _result(separator.join(chunks) + "\n" if chunks else "")
+
+
+class _Cat:
+    """``cat``: without options, the inputs' bytes unchanged (just-bash's adds a newline)."""
+
+    name = "cat"
+
+    def __init__(self, inner: Command) -> None:
+        self._inner = inner
+
+    async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
+        files: list[str] = []
+        options_done = False
+        for arg in args:
+            if not options_done and arg == "--":
+                options_done = True
+            elif not options_done and arg.startswith("-") and arg != "-":
+                return await self._inner.execute(args, ctx)  # options: just-bash's line mode
+            else:
+                files.append(arg)
+        parts: list[str] = []
+        errors: list[str] = []
+        for name in files or ["-"]:
+            if name in ("-", "/dev/stdin"):
+                parts.append(ctx.stdin)
+                continue
+            try:
+                parts.append(await ctx.fs.read_file(ctx.fs.resolve_path(ctx.cwd, name)))
+            except FileNotFoundError:
+                errors.append(f"cat: {name}: No such file or directory\n")
+            except IsADirectoryError:
+                errors.append(f"cat: {name}: Is a directory\n")
+            except NotADirectoryError:
+                errors.append(f"cat: {name}: Not a directory\n")
+        return _result("".join(parts), "".join(errors), 1 if errors else 0)
+
+
+# -- sqlite3 ----------------------------------------------------------------------------------------
+
+_SQLITE_HELP = """\
+Usage: sqlite3 [OPTIONS] DATABASE [SQL]
+SQLite on a database file of the sandbox (or :memory:). The SQL comes from the argument or stdin.
+
+Options:
+  -list -csv -json -line -column -table -markdown -tabs   output mode (default: list)
+  -header / -noheader    show column headers or not
+  -separator SEP         field separator (default: |)
+  -nullvalue TEXT        text for NULL values
+  -readonly              open the database read-only
+  -bail                  stop on the first error
+  -echo                  print SQL before running it
+  -cmd SQL               run SQL before the rest
+  -version               show the SQLite version
+
+Not available in the in-memory sandbox: ATTACH, DETACH, VACUUM INTO, load_extension,
+and dot-commands (.open, .read, .import, ...).
+"""
+
+_DENIED_MESSAGE = (
+    "sqlite3: {what} is not allowed in the in-memory sandbox: databases are files of the "
+    "sandbox and cannot reach other files (ATTACH, DETACH, VACUUM INTO, load_extension and "
+    "temp-store pragmas are refused)"
+)
+_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+_DENIED_PRAGMAS = frozenset({"temp_store", "temp_store_directory", "data_store_directory"})
+_MODES = frozenset({"list", "csv", "json", "line", "column", "table", "markdown", "tabs"})
+
+
+class _Sqlite3:
+    """``sqlite3`` over a database file of the sandbox; nothing outside it can be opened."""
+
+    name = "sqlite3"
+
+    async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
+        from just_bash.commands.sqlite3 import sqlite3_cmd
+
+        if any(arg in ("--help", "-help", "-h") for arg in args):
+            return _result(_SQLITE_HELP)
+        options = sqlite3_cmd.Sqlite3Options()
+        positional: list[str] = []
+        index, options_done = 0, False
+        while index < len(args):
+            arg = args[index]
+            index += 1
+            if options_done or not arg.startswith("-") or arg == "-":
+                positional.append(arg)
+            elif arg == "--":
+                options_done = True
+            elif arg == "-version":
+                return _result(f"{sqlite3.sqlite_version}\n")
+            elif arg[1:] in _MODES:
+                options.mode = arg[1:]
+            elif arg in ("-header", "-noheader"):
+                options.header = arg == "-header"
+            elif arg in ("-readonly", "-bail", "-echo"):
+                setattr(options, arg[1:], True)
+            elif arg in ("-separator", "-nullvalue", "-cmd"):
+                if index >= len(args):
+                    return _result(
+                        stderr=f"sqlite3: Error: missing argument to {arg}\n", exit_code=1
+                    )
+                value = args[index]
+                index += 1
+                if arg == "-separator":
+                    options.separator = value
+                elif arg == "-nullvalue":
+                    options.null_value = value
+                else:
+                    options.cmd = value
+            else:
+                return _result(stderr=f"sqlite3: Error: unknown option: {arg}\n", exit_code=1)
+        if not positional:
+            return _result(stderr="sqlite3: missing database argument\n", exit_code=1)
+        database, sql = positional[0], (positional[1] if len(positional) > 1 else ctx.stdin)
+        if options.cmd:
+            sql = options.cmd + (";" + sql if sql.strip() else "")
+        for line in sql.splitlines():
+            if line.lstrip().startswith("."):
+                command = line.split()[0]
+                return _result(
+                    stderr=(
+                        f"sqlite3: the dot-command {command} is not supported in the in-memory "
+                        "sandbox (no .open, .read, .import, ...); give SQL statements only\n"
+                    ),
+                    exit_code=1,
+                )
+        if not sql.strip():
+            return _result(stderr="sqlite3: no SQL provided\n", exit_code=1)
+
+        path = None if database in (":memory:", "") else ctx.fs.resolve_path(ctx.cwd, database)
+        original: bytes | None = None
+        if path is not None:
+            try:
+                original = await ctx.fs.read_file_bytes(path)
+            except FileNotFoundError:
+                original = None
+            except OSError as error:
+                return _result(stderr=f"sqlite3: cannot open {database}: {error}\n", exit_code=1)
+        denied: list[str] = []
+        connection = sqlite3.connect(":memory:")
+        try:
+            if original:
+                try:
+                    connection.deserialize(original)
+                except sqlite3.Error as error:
+                    return _result(stderr=f"Error: {database}: {error}\n", exit_code=1)
+            connection.execute("PRAGMA temp_store = MEMORY")
+            if options.readonly:
+                connection.execute("PRAGMA query_only = ON")
+            connection.set_authorizer(_authorizer(denied))
+            stdout, had_error = self._run(connection, sql, options, denied, sqlite3_cmd)
+            if isinstance(stdout, ExecResult):
+                return stdout
+            if path is not None and not options.readonly:
+                try:
+                    connection.set_authorizer(None)
+                    updated = connection.serialize()
+                except sqlite3.Error:
+                    updated = b""
+                if updated != (original or b"") and (original is not None or updated):
+                    await ctx.fs.write_file(path, updated)
+        finally:
+            connection.close()
+        return _result(stdout, "", 1 if had_error and options.bail else 0)
+
+    def _run(
+        self,
+        connection: sqlite3.Connection,
+        sql: str,
+        options: Any,  # just-bash's Sqlite3Options
+        denied: list[str],
+        helpers: Any,  # just-bash's sqlite3_cmd module
+    ) -> tuple[str | ExecResult, bool]:
+        stdout = f"{sql}\n" if options.echo else ""
+        had_error = False
+        cursor = connection.cursor()
+        for statement in helpers.split_statements(sql):
+            try:
+                cursor.execute(statement)
+                if not helpers.is_write_statement(statement):
+                    columns = [d[0] for d in cursor.description] if cursor.description else []
+                    rows = cursor.fetchall()
+                    if rows or options.header:
+                        stdout += helpers.format_output(columns, rows, options)
+            except sqlite3.Error as error:
+                message = _DENIED_MESSAGE.format(what=denied[-1]) if denied else f"Error: {error}"
+                denied.clear()
+                if options.bail or message.startswith("sqlite3:"):
+                    return _result(stdout, message + "\n", 1), True
+                stdout += message + "\n"
+                had_error = True
+        return stdout, had_error
+
+
+def _authorizer(
+    denied: list[str],
+) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
+    def authorize(
+        action: int, arg1: str | None, arg2: str | None, database: str | None, source: str | None
+    ) -> int:
+        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+            denied.append("ATTACH/DETACH (or VACUUM INTO)")
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+            denied.append(f"the function {arg2}()")
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _DENIED_PRAGMAS:
+            denied.append(f"PRAGMA {arg1}")
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    return authorize
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+
+def command_registry(wrap: Callable[[Command], Command]) -> dict[str, Command]:
+    """The shell's commands (no network ones), each passed through ``wrap``.
+
+    Raises :class:`UnauditedCommandError` when just-bash offers a command that
+    :data:`COMMAND_AUDIT` does not list, so nothing unaudited is ever registered.
+    """
+    commands: dict[str, Command] = dict(create_command_registry(include_network=False))
+    commands["seq"] = _Seq(commands["seq"])
+    commands["cat"] = _Cat(commands["cat"])
+    commands["sqlite3"] = _Sqlite3()
+    unaudited = sorted(set(commands) - set(COMMAND_AUDIT))
+    if unaudited:
+        raise UnauditedCommandError(
+            f"commands not in the audit table (pai.sandbox_inmemory._commands.COMMAND_AUDIT): "
+            f"{', '.join(unaudited)}"
+        )
+    return {name: wrap(command) for name, command in commands.items()}
+
+
+async def load_all() -> None:
+    """Import every command's implementation now (before the worker's audit hook is set)."""
+    from just_bash.commands import registry
+
+    cache: dict[str, Command] = registry._cache  # pyright: ignore[reportPrivateUsage]
+    for command in create_command_registry(include_network=False).values():
+        definition = getattr(command, "_def", None)
+        if definition is not None and command.name not in cache:
+            cache[command.name] = await definition.load()
+
+
+# -- patches: byte escapes, awk loops, arithmetic eval ----------------------------------------------
+
+
+def _byte_chr(code: int) -> str:
+    """``chr`` for escape decoders: ``\\NNN`` / ``\\xHH`` of 0x80-0xFF is that raw byte (a
+    ``surrogateescape`` surrogate); ``\\uHHHH`` / ``\\UHHHHHHHH`` stay Unicode characters."""
+    if 0x80 <= code <= 0xFF:
+        here = inspect.currentframe()
+        caller = here.f_back if here is not None else None
+        local: dict[str, object] = caller.f_locals if caller is not None else {}
+        text = local.get("s", local.get("value"))
+        index = local.get("i")
+        if (
+            isinstance(text, str)
+            and isinstance(index, int)
+            and 0 <= index < len(text) - 1
+            and text[index] == "\\"
+            and text[index + 1] in "uU"
+        ):
+            return chr(code)
+        return chr(0xDC00 + code)
+    return chr(code)
+
+
+class _RawBytes(bytes):
+    """``bytes`` for printf's ``\\xHH`` sequences: its Latin-1 fallback keeps the raw bytes."""
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        if encoding.replace("-", "").lower() in ("latin1", "iso88591"):
+            return bytes.decode(self, "utf-8", "surrogateescape")
+        return bytes.decode(self, encoding, errors)
+
+
+_BINARY: dict[type[ast.operator], Callable[[int, int], int]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Div: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.LShift: lambda a, b: a << b,
+    ast.RShift: lambda a, b: a >> b,
+    ast.BitAnd: lambda a, b: a & b,
+    ast.BitOr: lambda a, b: a | b,
+    ast.BitXor: lambda a, b: a ^ b,
+}
+_COMPARE: dict[type[ast.cmpop], Callable[[int, int], bool]] = {
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+}
+_MAX_SHIFT = 64
+
+
+def _arith(node: ast.AST) -> int:
+    if isinstance(node, ast.Expression):
+        return _arith(node.body)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp):
+        value = _arith(node.operand)
+        if isinstance(node.op, ast.USub):
+            return -value
+        if isinstance(node.op, ast.UAdd):
+            return value
+        if isinstance(node.op, ast.Invert):
+            return ~value
+        if isinstance(node.op, ast.Not):
+            return int(not value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _arith(node.left), _arith(node.right)
+        if isinstance(node.op, ast.LShift | ast.RShift) and not 0 <= right <= _MAX_SHIFT:
+            raise ValueError("shift out of range")
+        return _BINARY[type(node.op)](left, right)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _arith(node.left), _arith(node.comparators[0])
+        compare = _COMPARE.get(type(node.ops[0]))
+        if compare is not None:
+            return int(compare(left, right))
+    raise ValueError("not plain integer arithmetic")
+
+
+def _arith_eval(source: str, *_: object) -> int:
+    """Replaces ``eval`` in just-bash's arithmetic fallback: integers and operators only."""
+    if len(source) > 10_000:
+        raise ValueError("expression too long")
+    return _arith(ast.parse(source.strip(), mode="eval"))
+
+
+AWK_LOOP_LIMIT = [10_000]
+"""The iterations an awk ``for``/``while`` loop may run (the command's ``max_awk_iterations``;
+the worker sets it before each command)."""
+
+
+class AwkLoopLimitError(Exception):
+    """An awk ``for``/``while`` loop ran past ``max_awk_iterations``."""
+
+
+def _awk_loops(awk_module: Any) -> None:  # just-bash's awk module
+    """Make awk's ``for``/``while`` loops fail at the limit instead of stopping silently."""
+    import re
+
+    members: dict[str, object] = dict(vars(awk_module))  # pyright: ignore[reportUnknownArgumentType]
+    interpreter: Any = next(
+        member
+        for member in members.values()
+        if isinstance(member, type)
+        and hasattr(member, "_execute_for")
+        and hasattr(member, "_execute_while")
+    )
+
+    def execute_for(self: Any, stmt: str, state: Any, fields: list[str], line: str) -> None:
+        match = re.match(r"for\s*\((.+?);(.+?);(.+?)\)\s*(.*)", stmt, re.DOTALL)
+        if not match:
+            return
+        init, condition, update, action = (part.strip() for part in match.groups())
+        if action.startswith("{") and action.endswith("}"):
+            action = action[1:-1]
+        self._execute_statement(init, state, fields, line)
+        limit = AWK_LOOP_LIMIT[0]
+        for _ in range(limit):
+            if not self._eval_condition(condition, state, fields, line):
+                return
+            self._execute_action(action, state, fields, line)
+            self._execute_statement(update, state, fields, line)
+        if self._eval_condition(condition, state, fields, line):
+            raise AwkLoopLimitError(
+                f"awk: a for loop ran past {limit} iterations (limit max_awk_iterations)"
+            )
+
+    def execute_while(self: Any, stmt: str, state: Any, fields: list[str], line: str) -> None:
+        match = re.match(r"while\s*\((.+?)\)\s*\{(.+?)\}", stmt, re.DOTALL)
+        if not match:
+            return
+        condition, action = match.group(1), match.group(2)
+        limit = AWK_LOOP_LIMIT[0]
+        for _ in range(limit):
+            if not self._eval_condition(condition, state, fields, line):
+                return
+            self._execute_action(action, state, fields, line)
+        if self._eval_condition(condition, state, fields, line):
+            raise AwkLoopLimitError(
+                f"awk: a while loop ran past {limit} iterations (limit max_awk_iterations)"
+            )
+
+    interpreter._execute_for = execute_for
+    interpreter._execute_while = execute_while
+
+
+def patch_just_bash() -> None:
+    """Apply the fixes above to the imported just-bash modules (in the worker only)."""
+    from just_bash.commands.awk import awk as awk_module
+    from just_bash.commands.echo import echo as echo_module
+    from just_bash.commands.printf import printf as printf_module
+    from just_bash.interpreter import expansion
+    from just_bash.parser import parser as parser_module
+
+    for module in (echo_module, printf_module, parser_module, expansion):
+        module.chr = _byte_chr  # pyright: ignore[reportAttributeAccessIssue]
+    printf_module.bytes = _RawBytes  # pyright: ignore[reportAttributeAccessIssue]
+    expansion.eval = _arith_eval  # pyright: ignore[reportAttributeAccessIssue]
+    _awk_loops(awk_module)

@@ -1,0 +1,230 @@
+"""The authoritative copy of an instance's files: a just-bash ``InMemoryFs`` in the host process.
+
+Workers never hold an instance's files; every file operation of a command is a request that the
+host serves here (:func:`serve`), one at a time per instance, so each request is atomic (an
+append is never lost between two concurrent commands) and a killed worker loses nothing that
+was written before. :class:`HostFs` counts the bytes its entries hold and refuses a change that
+would take them over the memory budget.
+
+Every method of ``InMemoryFs`` is a coroutine that never suspends; :func:`drive` runs one to its
+end synchronously, so the caller can hold the instance's lock around it on any event loop
+(asyncio or trio) or thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
+
+from just_bash.fs import InMemoryFs
+from just_bash.fs.in_memory_fs import FileEntry, FsEntry, SymlinkEntry
+
+from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError
+
+__all__ = ["ENTRY_OVERHEAD", "HostFs", "drive", "serve_frame"]
+
+T = TypeVar("T")
+
+ENTRY_OVERHEAD = 128
+"""Bytes counted per entry (file, folder, link) on top of its path and content, so that many
+empty files are bounded by the budget too."""
+
+
+def _cost(path: str, entry: FsEntry) -> int:
+    if isinstance(entry, FileEntry):
+        return ENTRY_OVERHEAD + len(path) + len(entry.content)
+    if isinstance(entry, SymlinkEntry):
+        return ENTRY_OVERHEAD + len(path) + len(entry.target)
+    return ENTRY_OVERHEAD + len(path)
+
+
+class _Entries(dict[str, FsEntry]):
+    """The filesystem's path -> entry table, counting what it holds against a budget."""
+
+    def __init__(self, budget: int, entries: Iterable[tuple[str, FsEntry]]) -> None:
+        super().__init__()
+        self.budget = budget
+        self.used = 0
+        for path, entry in entries:
+            self[path] = entry
+
+    def __setitem__(self, path: str, entry: FsEntry) -> None:
+        old = self.get(path)
+        delta = _cost(path, entry) - (0 if old is None else _cost(path, old))
+        if delta > 0 and self.used + delta > self.budget:
+            raise SandboxMemoryBudgetError(path, needed=self.used + delta, budget=self.budget)
+        super().__setitem__(path, entry)
+        self.used += delta
+
+    def __delitem__(self, path: str) -> None:
+        entry = self[path]
+        super().__delitem__(path)
+        self.used -= _cost(path, entry)
+
+    def pop(self, path: str, *default: Any) -> Any:  # dict's own signature
+        if path in self:
+            entry = self[path]
+            del self[path]
+            return entry
+        return super().pop(path, *default)
+
+
+class HostFs(InMemoryFs):
+    """just-bash's in-memory filesystem with a memory budget (bytes of paths and contents)."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__()
+        self._data = _Entries(budget, self._data.items())
+
+    @property
+    def used(self) -> int:
+        """Bytes the entries hold now, as counted against the budget."""
+        entries = self._data
+        assert isinstance(entries, _Entries)
+        return entries.used
+
+    def size_of(self, path: str) -> int | None:
+        """The size of the file at ``path`` (symlinks followed), ``None`` if it is no file."""
+        entry = self._data.get(self._resolve_path_with_symlinks(path))
+        return len(entry.content) if isinstance(entry, FileEntry) else None
+
+
+def drive(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (``InMemoryFs``'s methods) to its end, now."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("an in-memory filesystem operation tried to suspend")
+
+
+# -- serving a worker's requests ----------------------------------------------------------------
+
+
+class RequestError(Exception):
+    """A request that is not one the worker protocol defines."""
+
+
+def _str(args: list[object], index: int) -> str:
+    value = args[index] if index < len(args) else None
+    if not isinstance(value, str):
+        raise RequestError(f"argument {index} must be a string")
+    return value
+
+
+def _bool(args: list[object], index: int) -> bool:
+    value = args[index] if index < len(args) else None
+    if not isinstance(value, bool):
+        raise RequestError(f"argument {index} must be a boolean")
+    return value
+
+
+def _number(args: list[object], index: int) -> float:
+    value = args[index] if index < len(args) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RequestError(f"argument {index} must be a number")
+    return float(value)
+
+
+def _int(args: list[object], index: int) -> int:
+    value = args[index] if index < len(args) else None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RequestError(f"argument {index} must be an integer")
+    return value
+
+
+def _stat_doc(stat: Any) -> dict[str, object]:  # just-bash's FsStat
+    return {
+        "is_file": bool(stat.is_file),
+        "is_directory": bool(stat.is_directory),
+        "is_symbolic_link": bool(stat.is_symbolic_link),
+        "mode": int(stat.mode),
+        "size": int(stat.size),
+        "mtime": float(stat.mtime),
+        "nlink": int(getattr(stat, "nlink", 1)),
+    }
+
+
+_Handler = Callable[[HostFs, list[object], bytes], tuple[object, bytes]]
+
+
+def _read(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
+    return None, drive(fs.read_file_bytes(_str(args, 0)))
+
+
+def _write(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
+    drive(fs.write_file(_str(args, 0), payload))
+    return None, b""
+
+
+def _append(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
+    # just-bash's append_file does not follow a symlink at the last component; a shell does.
+    path = drive(fs.realpath(_str(args, 0)))
+    drive(fs.append_file(path, payload))
+    return None, b""
+
+
+def _dirents(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
+    entries = drive(fs.readdir_with_file_types(_str(args, 0)))
+    return [[e.name, e.is_file, e.is_directory, e.is_symbolic_link] for e in entries], b""
+
+
+def _value(result: object) -> tuple[object, bytes]:
+    return result, b""
+
+
+_HANDLERS: dict[str, _Handler] = {
+    "read": _read,
+    "write": _write,
+    "append": _append,
+    "exists": lambda fs, a, p: _value(drive(fs.exists(_str(a, 0)))),
+    "is_file": lambda fs, a, p: _value(drive(fs.is_file(_str(a, 0)))),
+    "is_directory": lambda fs, a, p: _value(drive(fs.is_directory(_str(a, 0)))),
+    "stat": lambda fs, a, p: _value(_stat_doc(drive(fs.stat(_str(a, 0))))),
+    "lstat": lambda fs, a, p: _value(_stat_doc(drive(fs.lstat(_str(a, 0))))),
+    "mkdir": lambda fs, a, p: _value(drive(fs.mkdir(_str(a, 0), recursive=_bool(a, 1)))),
+    "readdir": lambda fs, a, p: _value(drive(fs.readdir(_str(a, 0)))),
+    "dirents": _dirents,
+    "rm": lambda fs, a, p: _value(
+        drive(fs.rm(_str(a, 0), recursive=_bool(a, 1), force=_bool(a, 2)))
+    ),
+    "cp": lambda fs, a, p: _value(drive(fs.cp(_str(a, 0), _str(a, 1), recursive=_bool(a, 2)))),
+    "mv": lambda fs, a, p: _value(drive(fs.mv(_str(a, 0), _str(a, 1)))),
+    "chmod": lambda fs, a, p: _value(drive(fs.chmod(_str(a, 0), _int(a, 1) & 0o7777))),
+    "symlink": lambda fs, a, p: _value(drive(fs.symlink(_str(a, 0), _str(a, 1)))),
+    "link": lambda fs, a, p: _value(drive(fs.link(_str(a, 0), _str(a, 1)))),
+    "readlink": lambda fs, a, p: _value(drive(fs.readlink(_str(a, 0)))),
+    "utimes": lambda fs, a, p: _value(drive(fs.utimes(_str(a, 0), _number(a, 1), _number(a, 2)))),
+    "realpath": lambda fs, a, p: _value(drive(fs.realpath(_str(a, 0)))),
+    "paths": lambda fs, a, p: _value(fs.get_all_paths()),
+}
+
+# The error kinds a worker turns back into exceptions; anything else is reported as EIO.
+_ERROR_KINDS: tuple[tuple[type[OSError], str], ...] = (
+    (SandboxMemoryBudgetError, "ENOSPC"),
+    (FileNotFoundError, "ENOENT"),
+    (IsADirectoryError, "EISDIR"),
+    (NotADirectoryError, "ENOTDIR"),
+    (FileExistsError, "EEXIST"),
+    (PermissionError, "EPERM"),
+)
+
+
+def serve_frame(
+    fs: HostFs, method: str, args: list[object], payload: bytes
+) -> tuple[list[object], bytes]:
+    """Serve one worker request: the reply document and its payload."""
+    handler = _HANDLERS.get(method)
+    if handler is None:
+        return ["err", "EINVAL", f"unknown filesystem request {method!r}"], b""
+    try:
+        value, data = handler(fs, args, payload)
+    except RequestError as error:
+        return ["err", "EINVAL", f"bad filesystem request {method!r}: {error}"], b""
+    except OSError as error:
+        for cls, kind in _ERROR_KINDS:
+            if isinstance(error, cls):
+                return ["err", kind, str(error)], b""
+        return ["err", "EIO", str(error)], b""
+    return ["ok", value], data

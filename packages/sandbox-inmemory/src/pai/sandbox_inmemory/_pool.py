@@ -1,0 +1,315 @@
+"""The provider's worker processes: started lazily, reused, killed and replaced.
+
+A worker (``_worker.py``) runs one command at a time and keeps nothing between commands, so one
+pool serves every instance of a provider. The host talks to a worker only through non-blocking
+pipes and ``anyio.wait_readable`` / ``wait_writable``, so waiting never blocks the host's event
+loop, works the same on asyncio and trio, and a worker may serve callers on several event loops
+(one after the other). Processes are plain :class:`subprocess.Popen` objects for that reason:
+anyio's process objects belong to the event loop that started them.
+
+At most ``max_workers`` commands run at once per event loop; more wait for a free worker. When a
+worker is taken and no other is idle, a spare is started at once, so that a replaced worker
+(killed at a timeout) does not make the next command wait for a process to start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Iterator
+
+import anyio
+import anyio.to_thread
+import sniffio
+
+from pai.sandbox import SandboxProviderError
+from pai.sandbox_inmemory._protocol import HEADER, MAX_JSON, ProtocolError, decode_body
+
+__all__ = ["STARTUP_TIMEOUT", "Lease", "Worker", "WorkerDied", "WorkerPool"]
+
+# The worker imports only this package's worker modules (not its __init__, which pulls in
+# pai-sandbox and pai-core): the package is registered by hand from its folder.
+_BOOTSTRAP = (
+    "import sys, json, types; sys.path[:0] = json.loads(sys.argv.pop(1)); "
+    "package = types.ModuleType('pai.sandbox_inmemory'); "
+    "package.__path__ = [sys.argv.pop(1)]; "
+    "sys.modules['pai.sandbox_inmemory'] = package; "
+    "from pai.sandbox_inmemory._worker import main; main()"
+)
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+STARTUP_TIMEOUT = 60.0
+"""Seconds a new worker process may take to import its interpreter and say it is ready."""
+
+
+class WorkerDied(Exception):
+    """The worker's pipe closed: it was killed, ran out of memory or crashed."""
+
+
+class Worker:
+    """One worker process and the host's end of its pipes."""
+
+    __slots__ = ("_buffer", "_reader", "_writer", "killed", "process", "ready")
+
+    def __init__(self, memory_budget: int) -> None:
+        self.process = subprocess.Popen(  # our own interpreter and module
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                _BOOTSTRAP,
+                json.dumps(sys.path),
+                _PACKAGE_DIR,
+                str(memory_budget),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={},
+            cwd="/",
+            start_new_session=True,  # the terminal's Ctrl-C is the host's business
+        )
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self._writer = self.process.stdin.fileno()
+        self._reader = self.process.stdout.fileno()
+        os.set_blocking(self._writer, False)
+        os.set_blocking(self._reader, False)
+        self._buffer = bytearray()
+        self.ready = False
+        self.killed = False
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def send(self, frame: bytes) -> None:
+        view = memoryview(frame)
+        while view:
+            try:
+                written = os.write(self._writer, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._writer)
+                continue
+            except (BrokenPipeError, OSError) as error:
+                raise WorkerDied(str(error)) from None
+            view = view[written:]
+
+    async def _fill(self, size: int) -> None:
+        while len(self._buffer) < size:
+            try:
+                chunk = os.read(self._reader, max(size - len(self._buffer), 1 << 16))
+            except BlockingIOError:
+                await anyio.wait_readable(self._reader)
+                continue
+            except OSError as error:
+                raise WorkerDied(str(error)) from None
+            if not chunk:
+                raise WorkerDied("the worker closed its pipe")
+            self._buffer += chunk
+
+    async def _take(self, size: int) -> bytes:
+        await self._fill(size)
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+    async def receive(self, max_payload: int) -> tuple[list[object], bytes]:
+        """The next frame; a frame over the limits is a protocol error (the worker is killed)."""
+        body_size, payload_size = HEADER.unpack(await self._take(HEADER.size))
+        if body_size > MAX_JSON or payload_size > max_payload:
+            raise ProtocolError(
+                f"a worker sent a frame of {body_size}+{payload_size} bytes, over the limits"
+            )
+        body = decode_body(await self._take(body_size))
+        return body, await self._take(payload_size)
+
+    async def wait_ready(self) -> None:
+        if self.ready:
+            return
+        try:
+            message, _ = await self.receive(0)
+        except WorkerDied:
+            raise SandboxProviderError(
+                "the in-memory sandbox's worker process failed to start: " + self._startup_error()
+            ) from None
+        if message[0] != "ready":
+            raise ProtocolError(f"a worker started with {message[0]!r} instead of 'ready'")
+        self.ready = True
+        if self.process.stderr is not None:
+            self.process.stderr.close()  # the worker has pointed its stderr at /dev/null
+
+    def _startup_error(self) -> str:
+        self.kill()
+        stream = self.process.stderr
+        if stream is None:
+            return "no details"
+        with contextlib.suppress(OSError, ValueError):
+            os.set_blocking(stream.fileno(), False)
+            text = (stream.read(8192) or b"").decode("utf-8", "replace").strip()
+            return text.splitlines()[-1] if text else f"exit status {self.process.poll()}"
+        return "no details"
+
+    def kill(self) -> None:
+        """SIGKILL the worker (thread-safe, idempotent); reap it with :meth:`reap`."""
+        self.killed = True
+        with contextlib.suppress(ProcessLookupError, OSError):
+            os.kill(self.process.pid, signal.SIGKILL)
+
+    async def reap(self) -> None:
+        """Kill the worker, wait for it to end and close the host's pipe ends."""
+        self.kill()
+        with anyio.CancelScope(shield=True):
+            if self.process.poll() is None:
+                await anyio.to_thread.run_sync(self.process.wait)
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+class Lease:
+    """One command's use of a worker (see :meth:`WorkerPool.lease`)."""
+
+    __slots__ = ("_borrower", "_limiter", "_pool", "startup", "worker")
+
+    def __init__(
+        self, pool: WorkerPool, worker: Worker, limiter: anyio.CapacityLimiter, borrower: object
+    ) -> None:
+        self._pool = pool
+        self.worker = worker
+        self._limiter = limiter
+        self._borrower = borrower
+        self.startup = 0.0
+        """Seconds spent waiting for a new worker process to start."""
+
+    async def release(self, *, reusable: bool) -> None:
+        """Give the worker back (or kill it, when not ``reusable``) and free the slot."""
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._pool.give_back(self.worker, reusable=reusable)
+        finally:
+            self._limiter.release_on_behalf_of(self._borrower)
+
+
+def _loop_key() -> object:
+    """The running event loop, as a weak-referenceable key."""
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        return trio.lowlevel.current_trio_token()
+    import asyncio
+
+    return asyncio.get_running_loop()
+
+
+class WorkerPool:
+    """Idle workers shared by every instance of one provider; see the module docstring."""
+
+    def __init__(self, *, max_workers: int, memory_budget: int) -> None:
+        self.max_workers = max_workers
+        self.memory_budget = memory_budget
+        self._lock = threading.Lock()
+        self._idle: list[Worker] = []
+        self._busy: set[Worker] = set()
+        self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.generation = 0  # bumped by close(): commands running then were stopped by it
+
+    def _limiter(self) -> anyio.CapacityLimiter:
+        key = _loop_key()
+        with self._lock:
+            limiter = self._limiters.get(key)
+            if limiter is None:
+                limiter = self._limiters[key] = anyio.CapacityLimiter(self.max_workers)
+            return limiter
+
+    def warm(self) -> None:
+        """Start one idle worker if none is idle or running (so the first command is quick)."""
+        with self._lock:
+            if self._idle or self._busy:
+                return
+            self._idle.append(Worker(self.memory_budget))
+
+    async def lease(self, deadline: float) -> Lease | None:
+        """A ready worker for one command, or ``None`` if ``deadline`` passed while every worker
+        was busy. Waiting for a free worker counts against the deadline (the command's timeout);
+        waiting for a new worker process to start does not (see :attr:`Lease.startup`).
+        Give the lease back with :meth:`Lease.release`.
+        """
+        limiter = self._limiter()
+        borrower = object()
+        with anyio.move_on_at(deadline) as waiting:
+            await limiter.acquire_on_behalf_of(borrower)
+        if waiting.cancelled_caught:
+            return None
+        try:
+            with self._lock:
+                worker = self._idle.pop(0) if self._idle else Worker(self.memory_budget)
+                self._busy.add(worker)
+                if not self._idle:
+                    self._idle.append(Worker(self.memory_budget))  # the warm spare
+        except BaseException:
+            limiter.release_on_behalf_of(borrower)
+            raise
+        lease = Lease(self, worker, limiter, borrower)
+        if not worker.ready:
+            started = anyio.current_time()
+            try:
+                with anyio.fail_after(STARTUP_TIMEOUT):
+                    await worker.wait_ready()
+            except BaseException as error:
+                await lease.release(reusable=False)
+                if isinstance(error, TimeoutError):
+                    raise SandboxProviderError(
+                        "the in-memory sandbox's worker process did not start within "
+                        f"{STARTUP_TIMEOUT:g} s"
+                    ) from None
+                raise
+            lease.startup = anyio.current_time() - started
+        return lease
+
+    async def give_back(self, worker: Worker, *, reusable: bool) -> None:
+        """Put ``worker`` back among the idle ones, or kill it."""
+        with self._lock:
+            self._busy.discard(worker)
+            keep = reusable and not worker.killed and len(self._idle) < self.max_workers
+            if keep:
+                self._idle.append(worker)
+        if not keep:
+            await worker.reap()
+
+    def retire(self, worker: Worker) -> None:
+        """Do not give ``worker`` back to the pool (it is killed when the command ends)."""
+        worker.kill()
+
+    def _all(self) -> Iterator[Worker]:
+        with self._lock:
+            workers = [*self._idle, *self._busy]
+            self._idle.clear()
+        yield from workers
+
+    async def close(self) -> None:
+        """Kill every worker, idle or running; a later command starts new ones."""
+        self.generation += 1
+        workers = list(self._all())
+        for worker in workers:
+            worker.kill()
+        with anyio.CancelScope(shield=True):
+            for worker in workers:
+                if worker.process.poll() is None:
+                    await anyio.to_thread.run_sync(worker.process.wait)
+                if worker not in self._busy:
+                    await worker.reap()
+
+    def __del__(self) -> None:
+        for worker in [*self._idle, *self._busy]:
+            worker.kill()

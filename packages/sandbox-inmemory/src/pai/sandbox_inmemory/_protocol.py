@@ -1,0 +1,46 @@
+"""The message format between the provider (host) and its worker processes.
+
+One message is one frame: an 8-byte header (two big-endian unsigned 32-bit lengths), a JSON
+document of plain values (lists, dicts, strings, numbers, booleans, ``None``) and an optional
+binary payload. No pickle or marshal: the host never decodes anything but JSON and raw bytes
+from a worker, and it checks both lengths against its limits *before* reading them.
+
+Strings may carry lone surrogates (the interpreter's ``surrogateescape`` text for non-UTF-8
+bytes); JSON's ``\\udcxx`` escapes carry them both ways unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+__all__ = ["HEADER", "MAX_JSON", "ProtocolError", "decode_body", "encode_frame"]
+
+HEADER = struct.Struct("!II")
+"""The frame header: the JSON document's length, then the payload's length."""
+
+MAX_JSON = 4 * 1024 * 1024
+"""The largest JSON document either side accepts (paths, arguments, directory listings)."""
+
+
+class ProtocolError(Exception):
+    """A frame that breaks the format (too long, not JSON, wrong shape)."""
+
+
+def encode_frame(document: object, payload: bytes = b"") -> bytes:
+    """One frame: ``document`` as JSON (ASCII, surrogates escaped) plus ``payload``."""
+    body = json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    if len(body) > MAX_JSON:
+        raise ProtocolError(f"a message of {len(body)} bytes is over the limit of {MAX_JSON}")
+    return HEADER.pack(len(body), len(payload)) + body + payload
+
+
+def decode_body(body: bytes) -> list[object]:
+    """The JSON document of a frame, which must be a non-empty list starting with a string."""
+    try:
+        document: object = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ProtocolError(f"a message is not JSON: {error}") from None
+    if not isinstance(document, list) or not document or not isinstance(document[0], str):
+        raise ProtocolError("a message is not a list starting with its kind")
+    return document  # pyright: ignore[reportUnknownVariableType]

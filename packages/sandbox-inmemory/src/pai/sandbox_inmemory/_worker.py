@@ -1,0 +1,289 @@
+"""A worker process: runs one shell command at a time for the provider, over the host's files.
+
+Started by the host as ``python -I -c <bootstrap> <memory budget>`` (see ``_pool.py``); speaks
+frames (``_protocol.py``) on the pipes it inherited as stdin and stdout. It keeps nothing between
+commands: each ``run`` request builds a fresh interpreter over a :class:`RemoteFs`, whose every
+operation is a request back to the host, where the instance's files live.
+
+Before it says it is ready, the worker closes itself off from the host, in this order:
+
+1. imports everything it will need (just-bash, every command, the fixes in ``_commands.py``);
+2. empties its environment (the host's variables are never visible) and changes to ``/``;
+3. limits itself: address space to its measured size plus the memory budget (``RLIMIT_AS``), no
+   file writes (``RLIMIT_FSIZE=0``), few descriptors (``RLIMIT_NOFILE``), no child processes
+   (``RLIMIT_NPROC=0`` where it applies), no core dumps;
+4. installs an audit hook (:func:`_audit`) that refuses opening any real file except read-only
+   under the Python installation (lazy imports), and refuses processes, sockets, ctypes,
+   ``sqlite3`` connections other than ``:memory:`` and extension loading, file-system changes,
+   temporary files and further limit changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import signal
+import sys
+import types
+from collections.abc import Mapping
+from typing import Any
+
+MiB = 1024 * 1024
+
+_REFUSED_PREFIXES = (
+    "subprocess.",
+    "os.exec",
+    "os.spawn",
+    "os.posix_spawn",
+    "os.fork",
+    "os.forkpty",
+    "os.system",
+    "os.startfile",
+    "os.kill",
+    "os.killpg",
+    "pty.",
+    "socket.",
+    "ctypes.",
+    "shutil.",
+    "tempfile.",
+    "glob.",
+    "urllib.",
+    "http.",
+    "ftplib.",
+    "smtplib.",
+    "imaplib.",
+    "poplib.",
+    "nntplib.",
+    "telnetlib.",
+    "webbrowser.",
+    "resource.",
+    "mmap.",
+    "fcntl.",
+    "msvcrt.",
+    "winreg.",
+    "_winapi.",
+    "signal.",
+    "sqlite3.enable_load_extension",
+    "sqlite3.load_extension",
+)
+_REFUSED_EVENTS = frozenset(
+    {
+        "os.remove",
+        "os.unlink",
+        "os.rename",
+        "os.replace",
+        "os.rmdir",
+        "os.mkdir",
+        "os.mkfifo",
+        "os.mknod",
+        "os.chmod",
+        "os.chown",
+        "os.chflags",
+        "os.lchflags",
+        "os.lchmod",
+        "os.lchown",
+        "os.link",
+        "os.symlink",
+        "os.truncate",
+        "os.utime",
+        "os.chdir",
+        "os.chroot",
+        "os.setxattr",
+        "os.removexattr",
+        "os.listxattr",
+        "os.getxattr",
+        "os.add_dll_directory",
+        "sys.addaudithook",
+        "sys.setprofile",
+        "sys.settrace",
+    }
+)
+
+
+class HostAccessRefused(PermissionError):
+    """What the audit hook raises: the sandbox's shell tried to reach the host."""
+
+
+def _read_only(mode: object, flags: object) -> bool:
+    if isinstance(mode, str) and any(c in mode for c in "wax+"):
+        return False
+    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+    return not (isinstance(flags, int) and flags & writing)
+
+
+def _make_audit(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
+    def _readable(path: object) -> bool:
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return False
+        real = os.path.realpath(path)
+        return any(real == root or real.startswith(root + os.sep) for root in readable_roots)
+
+    def _audit(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = (*args, None, None, None)[:3]
+            if _read_only(mode, flags) and _readable(path):
+                return
+            raise HostAccessRefused(f"pai-sandbox-inmemory: opening {path!r} is not allowed")
+        if event in ("os.listdir", "os.scandir"):  # imports list the installation's folders
+            if args and _readable(args[0]):
+                return
+            raise HostAccessRefused(f"pai-sandbox-inmemory: {event} is not allowed")
+        if event == "sqlite3.connect":
+            if args and args[0] not in (":memory:", b":memory:"):
+                raise HostAccessRefused("pai-sandbox-inmemory: only :memory: databases")
+            return
+        if event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES):
+            raise HostAccessRefused(f"pai-sandbox-inmemory: {event} is not allowed")
+
+    return _audit
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _close_off(budget: int) -> dict[str, int]:
+    """Steps 2-4 of the module docstring; returns what the host may want to know."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    sys.dont_write_bytecode = True
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write over RLIMIT_FSIZE fails, not kills
+    os.environ.clear()
+    os.chdir("/")
+    baseline = _vm_size()
+    limit = baseline + budget
+    if baseline:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if hasattr(resource, "RLIMIT_NPROC"):
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 8, highest + 8))
+    os.dup2(devnull, 2)  # nothing the worker prints can reach the host's terminal
+    roots = tuple(
+        sorted(
+            {
+                os.path.realpath(p)
+                for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+            }
+        )
+    )
+    sys.addaudithook(_make_audit(roots))
+    return {"baseline": baseline, "limit": limit}
+
+
+def _cut(text: str, limit: int, encode: Any) -> tuple[bytes, bool]:
+    if len(text) > limit:  # every character is at least one byte: the cut is certain
+        return encode(text[:limit])[:limit], True
+    data: bytes = encode(text)
+    return (data[:limit], True) if len(data) > limit else (data, False)
+
+
+def _no_network(*args: object, **kwargs: object) -> None:
+    raise HostAccessRefused("pai-sandbox-inmemory: the in-memory shell has no network")
+
+
+def main() -> None:
+    """The worker's entry point (see the module docstring)."""
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    budget = int(sys.argv[1])
+
+    # just-bash imports its network layer (aiohttp) at import time; the shell here registers no
+    # network command, so a stand-in saves the import (and keeps aiohttp out of the worker).
+    network = types.ModuleType("just_bash.network")
+    network.make_default_fetch = _no_network  # pyright: ignore[reportAttributeAccessIssue]
+    sys.modules["just_bash.network"] = network
+
+    from just_bash import ExecutionLimits
+    from just_bash.types import Command, CommandContext, ExecResult
+
+    from pai.sandbox_inmemory import _commands, _shell
+
+    class _Binary:
+        """A command whose stdin encodes back to the bytes it stands for."""
+
+        def __init__(self, inner: Command) -> None:
+            self.name = inner.name
+            self._inner = inner
+
+        async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
+            if ctx.stdin and type(ctx.stdin) is str:
+                ctx.stdin = _shell.BinaryText(ctx.stdin)
+            return await self._inner.execute(args, ctx)
+
+    loop = asyncio.new_event_loop()
+    _commands.patch_just_bash()
+    # Commands load on first use (quicker start): the audit hook lets imports read the Python
+    # installation, and nothing else.
+    commands: Mapping[str, Command] = _commands.command_registry(_Binary)
+    channel = _shell.Channel(read_fd, write_fd)
+    fs = _shell.RemoteFs(channel)
+    memory_message = (
+        "pai-sandbox-inmemory: the command ran out of memory: it needed more than the sandbox's "
+        f"memory budget of {budget} bytes ({budget / MiB:g} MiB, option memory_budget)\n"
+    )
+    facts = _close_off(budget)
+    start_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    channel.send(["ready", facts])
+    while True:
+        try:
+            request, payload = channel.receive()
+        except _shell.HostGone:
+            return
+        if request[0] != "run" or len(request) < 2 or not isinstance(request[1], dict):
+            return
+        spec: dict[str, Any] = request[1]  # pyright: ignore[reportUnknownVariableType]
+        limit = int(spec["output_limit"])
+        limits = ExecutionLimits(**spec["limits"])
+        _commands.AWK_LOOP_LIMIT[0] = limits.max_awk_iterations
+        try:
+            result = loop.run_until_complete(
+                _shell.run_script(
+                    fs,
+                    commands,
+                    limits,
+                    str(spec["script"]),
+                    cwd=str(spec["cwd"]),
+                    env={str(k): str(v) for k, v in dict(spec["env"]).items()},
+                    stdin=payload if spec["stdin"] else None,
+                    memory_message=memory_message,
+                )
+            )
+            out, out_cut = _cut(result.stdout, limit, _shell.encode)
+            err, err_cut = _cut(result.stderr, limit, _shell.encode)
+            out_of_memory = result.out_of_memory
+            exit_code = result.exit_code
+        except _shell.HostGone:
+            return
+        except MemoryError:
+            out, err, out_cut, err_cut = b"", memory_message.encode(), False, False
+            out_of_memory, exit_code = True, _shell.EXIT_OUT_OF_MEMORY
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - start_rss
+        done = {
+            "exit_code": exit_code,
+            "stdout": len(out),
+            "truncated": out_cut or err_cut,
+            "out_of_memory": out_of_memory,
+            "retire": out_of_memory or grown > 64 * MiB,
+        }
+        try:
+            channel.send(["done", done], out + err)
+        except (BrokenPipeError, _shell.HostGone):
+            return
+        if done["retire"]:
+            return
+
+
+if __name__ == "__main__":
+    main()
