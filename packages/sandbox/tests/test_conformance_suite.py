@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import textwrap
 from pathlib import Path
@@ -40,17 +41,28 @@ def _run_broken_suite(pytester: pytest.Pytester, *plugin_args: str) -> pytest.Ru
 
 
 def test_a_failing_suite_check_shows_both_values(pytester: pytest.Pytester) -> None:
-    # The plugin module loaded by name, the installed entry point blocked (it is the same module).
-    result = _run_broken_suite(pytester, "-p", "no:pai-sandbox", "-p", "pai.sandbox._pytest_plugin")
+    result = _run_broken_suite(pytester)
     result.stdout.fnmatch_lines([r"*assert ('ho\n', '', 0) == ('hi\n', '', 0)*"])
 
 
-def test_without_the_plugin_a_failing_suite_check_shows_no_values(
+def test_with_plain_asserts_a_failing_suite_check_shows_no_values(
     pytester: pytest.Pytester,
 ) -> None:
-    result = _run_broken_suite(pytester, "-p", "no:pai-sandbox")
+    # The control: the values above come from assert rewriting, not from the suite's messages.
+    result = _run_broken_suite(pytester, "--assert=plain")
     result.stdout.no_fnmatch_line(r"*'ho\n'*")
     result.stdout.fnmatch_lines(["*AssertionError*"])
+
+
+def test_the_plugin_marks_the_suite_module_for_assert_rewriting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pai.sandbox._pytest_plugin as plugin
+
+    marked: list[str] = []
+    monkeypatch.setattr(pytest, "register_assert_rewrite", lambda *names: marked.extend(names))
+    importlib.reload(plugin)
+    assert marked == ["pai.sandbox.testing"]
 
 
 def test_the_plugin_is_installed_as_a_pytest11_entry_point() -> None:

@@ -60,9 +60,10 @@ Commands, ``run(command, *, cwd, env, stdin, timeout, output_limit, on_stdout, o
   message on stderr naming the limit.
 - **Timeout**: at ``timeout`` seconds (``None``: no timeout) the command *and everything it
   started* are killed inside the sandbox: backgrounded jobs, processes that cleared their
-  environment (``env -i``), double-forked or reparented ones. The result then has
-  ``timed_out=True`` and exit code **124**, and the call returns within ``timeout + 1`` second.
-  Output captured before the kill is returned where the backend can.
+  environment (``env -i``), double-forked or reparented ones. The whole tree is dead, and the
+  call has returned, within ``timeout + 1`` second; nothing of it runs afterwards. The result
+  has ``timed_out=True`` and exit code **124** (whatever signal did the killing). Output
+  captured before the kill is returned where the backend can.
 - **stdin**: ``None`` means the command reads an immediate end-of-file (never the host's stdin).
   Bytes given are fed unchanged; the bytes a command writes (``printf '\\377' > f``) are the
   bytes in the file, and a command's output reaches the result byte for byte (before capping).
