@@ -41,6 +41,10 @@ class PathNotADirectory(Exception):
     """A path given to an archive call goes through something that is not a folder."""
 
 
+class LinkLoop(Exception):
+    """A path given to an archive call has too many levels of symbolic links."""
+
+
 class ImageMissing(Exception):
     """The image is not present locally and could not be pulled."""
 
@@ -71,6 +75,7 @@ _PASSED_THROUGH = (
     SandboxVanishedError,
     PathMissing,
     PathNotADirectory,
+    LinkLoop,
     ImageMissing,
     ContainerStopped,
     ContainerPaused,
@@ -225,13 +230,7 @@ class Engine:
         """Translate any error of the SDK call inside (never lets a raw one through)."""
         try:
             yield
-        except (
-            SandboxProviderError,
-            SandboxVanishedError,
-            PathMissing,
-            PathNotADirectory,
-            TooLarge,
-        ):
+        except _PASSED_THROUGH:
             raise
         except Exception as error:
             raise self._translate(error, container, what) from None
@@ -449,6 +448,8 @@ class Engine:
             raise PathMissing(path)
         if "not a directory" in lowered:
             raise PathNotADirectory(path)
+        if "too many links" in lowered:
+            raise LinkLoop(path)
         raise SandboxProviderError(
             f"Docker get_archive failed ({response.status_code}): {scrub(message)}"
         )

@@ -47,6 +47,7 @@ from pai.sandbox_docker._engine import (
     ContainerPaused,
     ContainerStopped,
     ExecStream,
+    LinkLoop,
     PathMissing,
     PathNotADirectory,
     TooLarge,
@@ -391,7 +392,7 @@ class DockerSandboxInstance:
         back with its files and ``True`` says to run the command again; running: ``False``, the
         command's own result stands (a process killed by a signal also exits 137).
         """
-        state = await anyio.to_thread.run_sync(self._state_sync)
+        state = await anyio.to_thread.run_sync(self._settled_state_sync)
         if state == "running":
             return False
         if state == "gone":
@@ -400,6 +401,28 @@ class DockerSandboxInstance:
             )
         await anyio.to_thread.run_sync(self._revive_sync)
         return True
+
+    def _settled_state_sync(self) -> str:
+        """The container's state once a kill or removal in progress has finished.
+
+        A killed or removed container's processes die before the engine records the change, so
+        "running" right after a 137 proves nothing: a probe exec tells a live container (it runs
+        and exits 0) from a dying one, whose state is then awaited for a few seconds.
+        """
+        state = self._state_sync()
+        if state != "running":
+            return state
+        try:
+            code, _, _ = self._engine.exec_simple(self._id, ["sh", "-c", ":"])
+        except (ContainerStopped, ContainerPaused, SandboxVanishedError, SandboxProviderError):
+            code = -1
+        if code == 0:
+            return "running"
+        deadline = time.monotonic() + 5
+        while state == "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            state = self._state_sync()
+        return state
 
     async def _stop(
         self,
@@ -443,6 +466,8 @@ class DockerSandboxInstance:
                 raise SandboxFileNotFoundError(path) from None
             except PathNotADirectory:
                 raise SandboxNotADirectoryError(path) from None
+            except LinkLoop:
+                raise SandboxFileNotFoundError(path, "too many levels of symbolic links") from None
             except TooLarge as error:
                 raise SandboxFileTooLargeError(path, size=error.size, limit=max_bytes) from None
             mode = int(stat.get("mode", 0))

@@ -249,7 +249,8 @@ class DockerSandboxProvider:
         for old in self._matching_sync(key):
             if old.state != "created":  # "created": a concurrent create is setting it up
                 self.engine.remove(old.id)
-        for _ in range(3):
+        deadline = time.monotonic() + _ADOPT_SECONDS
+        while time.monotonic() < deadline:
             try:
                 container_id = self.engine.create_container(spec)
             except ImageMissing as error:
@@ -257,10 +258,13 @@ class DockerSandboxProvider:
             except SandboxProviderError as error:
                 raise self._storage_error(error) from None
             except NameConflict:
-                adopted = self._adopt_sync(key, spec.name)
+                adopted = self._adopt_sync(key, spec.name, deadline)
                 if adopted is not None:
                     return adopted
-                continue  # the name was freed: create again
+                # The name is reserved by a create the engine has not finished registering, or
+                # was freed just now: try again shortly.
+                time.sleep(0.05)
+                continue
             return self._set_up_sync(container_id, ids)
         raise SandboxProviderError(
             f"could not create the Docker container {spec.name} for key {key!r}: its name "
@@ -291,15 +295,16 @@ class DockerSandboxProvider:
         self.touch(container_id)
         return container_id, ids
 
-    def _adopt_sync(self, key: str, name: str) -> tuple[str, tuple[int, int] | None] | None:
+    def _adopt_sync(
+        self, key: str, name: str, deadline: float
+    ) -> tuple[str, tuple[int, int] | None] | None:
         """The container a concurrent create (maybe in another process) made for ``key``.
 
         Two first uses of one key at once both end up with the same container: the one whose
         create the engine accepted first wins the name, the other waits here until the winner's
         container runs. ``None`` when the name was freed (or held by something that is not this
-        key's sandbox, which is removed): create again.
+        key's sandbox, which is removed), or not visible yet: create again.
         """
-        deadline = time.monotonic() + _ADOPT_SECONDS
         while True:
             attrs = self.engine.inspect(name)
             if attrs is None:

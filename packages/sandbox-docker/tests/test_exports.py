@@ -1,0 +1,16 @@
+"""The public names of ``pai.sandbox_docker`` are exactly its ``__all__``."""
+
+from __future__ import annotations
+
+import pai.sandbox_docker
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    public = {name for name in dir(pai.sandbox_docker) if not name.startswith("_")}
+    public -= {"annotations", "lazy_exports", "TYPE_CHECKING"}  # imports, not exports
+    assert sorted(pai.sandbox_docker.__all__) == sorted(public)
+
+
+def test_every_name_in_all_resolves() -> None:
+    for name in pai.sandbox_docker.__all__:
+        assert getattr(pai.sandbox_docker, name) is not None
