@@ -26,12 +26,14 @@ would hide a provider's mistake (bytes it decodes, a read limit it checks again)
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import time
 import tracemalloc
 import uuid
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -98,6 +100,13 @@ BAD_SANDBOX_OPTIONS: list[tuple[str, dict[str, Any], str]] = [
     ("output_limit-negative", {"output_limit": -1}, "output_limit"),
     ("default_timeout-str", {"default_timeout": "5"}, "default_timeout"),
 ]
+
+
+def _host_folder(folder: Path, write: dict[str, str] | None = None) -> dict[str, str]:
+    """Write ``write`` into the host ``folder``, then return what the folder holds."""
+    for name, text in (write or {}).items():
+        (folder / name).write_text(text)
+    return {path.name: path.read_text() for path in folder.iterdir()}
 
 
 class SandboxProviderConformance:
@@ -669,6 +678,24 @@ class SandboxProviderConformance:
         await sandbox.remove("alias", recursive=recursive)
         assert [e.name for e in await sandbox.list_dir(".")] == ["real"]
         assert await sandbox.read_text("real/inner.txt") == "kept"
+
+    async def test_a_symlink_to_a_host_path_never_reaches_the_host_file(
+        self, provider: SandboxProvider, tmp_path: Path
+    ) -> None:
+        secret = f"host-secret-{uuid.uuid4().hex}"
+        host_file = tmp_path / "secret.txt"
+        before = _host_folder(tmp_path, write={"secret.txt": secret})
+        sandbox = self.sandbox(provider)
+        await self.link(sandbox, str(host_file), "escape")
+        seen = await sandbox.run_command(f"cat escape; cat {host_file}")
+        assert secret not in seen.stdout + seen.stderr
+        # The host path does not exist in the sandbox (the expected outcome), or is the
+        # sandbox's own file of that name: either way, never the host's.
+        with contextlib.suppress(SandboxFileNotFoundError):
+            assert secret.encode() not in await sandbox.read_file("escape")
+        with contextlib.suppress(SandboxFileNotFoundError, SandboxNotADirectoryError):
+            await sandbox.write_file("escape", "written from the sandbox")
+        assert _host_folder(tmp_path) == before == {"secret.txt": secret}
 
     # -- files: bounded reads ---------------------------------------------------------------------
 
