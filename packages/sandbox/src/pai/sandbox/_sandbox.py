@@ -107,10 +107,15 @@ def _check_env(env: object) -> dict[str, str]:
                 f"env: variable name {name!r} is not valid; use a str of letters, digits and "
                 "'_', not starting with a digit"
             )
-        if not isinstance(value, str) or "\x00" in value:
+        if not isinstance(value, str):
             raise SandboxInputError(
-                f"env: the value of {name} must be a str without NUL bytes, got {value!r} "
-                f"({_type_name(value)}); e.g. env={{{name!r}: {str(value)!r}}}"
+                f"env: the value of {name} must be a str, got {value!r} ({_type_name(value)}); "
+                f"e.g. env={{{name!r}: {str(value)!r}}}"
+            )
+        if "\x00" in value:
+            raise SandboxInputError(
+                f"env: the value of {name} contains a NUL byte, which no environment can hold; "
+                "remove it"
             )
         checked[name] = value
     return checked
