@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,12 @@ from pai.core import (
     define_agent,
     define_command,
     define_tool,
+)
+from pai.core._context import (
+    CHECK_FIELDS,
+    RUN_FIELDS,
+    new_runtime_context_input,
+    new_tool_enabled_input,
 )
 from pai.core.testing import FunctionModel, ScriptedModel, text, tool_call
 
@@ -494,3 +501,27 @@ async def test_tool_specs_are_built_once_per_runtime_not_per_send() -> None:
         await thread.send("hi")
 
     assert built["schema"] == before
+
+
+def test_the_runtimes_fast_inputs_equal_the_dataclasses_made_the_usual_way() -> None:
+    # The runtime fills the frozen slots directly (a hot path); a field added to either class
+    # without the fast constructor knowing it fails here.
+    run = new_runtime_context_input("ann", "t1", "acme", "u1", "main")
+    check = new_tool_enabled_input({"plan": "pro"}, "t1", "acme", "u1", "ann", "main", 3)
+
+    assert run == RuntimeContextInput(
+        identity="ann", thread_id="t1", scope_key="acme", user_key="u1", agent_name="main"
+    )
+    assert check == ToolEnabledInput(
+        runtime_context={"plan": "pro"},
+        thread_id="t1",
+        scope_key="acme",
+        user_key="u1",
+        identity="ann",
+        agent_name="main",
+        step=3,
+    )
+    assert [f.name for f in dataclasses.fields(RuntimeContextInput)] == list(RUN_FIELDS)
+    assert [f.name for f in dataclasses.fields(ToolEnabledInput)] == list(CHECK_FIELDS)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        check.step = 4  # type: ignore[misc]

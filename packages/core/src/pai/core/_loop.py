@@ -32,7 +32,7 @@ from pai.core._acquisition import Acquisition
 from pai.core._admin import Caller, RunResult
 from pai.core._agent import Agent, InstructionsInput
 from pai.core._awaitables import maybe_await, resolve
-from pai.core._context import RuntimeContextInput, ToolEnabledInput
+from pai.core._context import new_runtime_context_input, new_tool_enabled_input
 from pai.core._errors import (
     CapabilityAcquireError,
     CapabilityBindingError,
@@ -247,22 +247,23 @@ class AgentLoop:
             return offered
         caller = run.caller
         # One input serves every predicate of the step.
-        check: ToolEnabledInput[Any] = ToolEnabledInput(
-            runtime_context=run.runtime_context,
-            thread_id=run.thread.id,
-            scope_key=caller.scope_key,
-            user_key=caller.user_key,
-            identity=caller.identity,
-            agent_name=agent.name,
-            step=step,
+        check = new_tool_enabled_input(
+            run.runtime_context,
+            run.thread.id,
+            caller.scope_key,
+            caller.user_key,
+            caller.identity,
+            agent.name,
+            step,
         )
         disabled: list[str] | None = None
         for name, enabled in agent.tool_enabled.items():
             try:
                 value = enabled(check)
-                awaitable = maybe_await(value)
-                if awaitable is not None:
-                    value = await awaitable
+                if type(value) is not bool:  # a bool is the common answer: no awaitable check
+                    awaitable = maybe_await(value)
+                    if awaitable is not None:
+                        value = await awaitable
             except Exception as error:
                 failure = await self._app_failure(agent, run.thread, "runtime_context", error, name)
                 raise failure from error
@@ -441,14 +442,16 @@ class AgentLoop:
         fn = agent.runtime_context
         if fn is None:
             return None
-        run = RuntimeContextInput(
-            identity=caller.identity,
-            thread_id=thread.id,
-            scope_key=caller.scope_key,
-            user_key=caller.user_key,
-            agent_name=agent.name,
+        run = new_runtime_context_input(
+            caller.identity, thread.id, caller.scope_key, caller.user_key, agent.name
         )
-        return await self._app_call(agent, thread, "runtime_context", fn, run)
+        try:
+            value = fn(run)
+            awaitable = maybe_await(value)
+            return value if awaitable is None else await awaitable
+        except Exception as error:
+            failure = await self._app_failure(agent, thread, "runtime_context", error)
+            raise failure from error
 
     async def _app_call(
         self,
