@@ -151,7 +151,7 @@ async def test_no_host_filesystem_or_network(
 
 
 async def test_results_and_errors_come_back_from_the_worker(
-    provider: InMemorySandboxProvider
+    provider: InMemorySandboxProvider,
 ) -> None:
     instance = await provider.create("k")
     assert (await run(instance, "echo hi")).stdout == b"hi\n"
@@ -303,9 +303,7 @@ async def test_timeout_utility_inside_the_sandbox_works_on_any_host_loop(
     assert result.stdout == b"124\nslept\n"
 
 
-async def test_cancelling_the_caller_stops_the_command(
-    provider: InMemorySandboxProvider
-) -> None:
+async def test_cancelling_the_caller_stops_the_command(provider: InMemorySandboxProvider) -> None:
     instance = await provider.create("k")
     await run(instance, "true")  # a worker is up: the cancellation lands in the command itself
     with anyio.move_on_after(0.3) as scope:
@@ -465,7 +463,9 @@ async def test_write_files_in_order_with_parents_and_modes(
             FileWrite("/workspace/bin/run.sh", b"#!/bin/sh\necho ran $1\n", 0o755),
         ]
     )
-    assert await instance.read_file("/workspace/deep/er/file.txt", max_bytes=READ_LIMIT) == b"second"
+    assert (
+        await instance.read_file("/workspace/deep/er/file.txt", max_bytes=READ_LIMIT) == b"second"
+    )
     modes = await run(instance, "stat -c '%a' deep/er/file.txt bin/run.sh")
     assert modes.stdout.split() == [b"644", b"755"]
     assert (await run(instance, "./bin/run.sh arg")).stdout == b"ran arg\n"
@@ -655,9 +655,7 @@ async def test_a_destroyed_instance_raises_vanished_on_every_method(
         await _OPERATIONS[operation](instance)
 
 
-async def test_destroy_stops_a_running_command(
-    provider: InMemorySandboxProvider
-) -> None:
+async def test_destroy_stops_a_running_command(provider: InMemorySandboxProvider) -> None:
     instance = await provider.create("k")
 
     async def long_running() -> None:

@@ -640,7 +640,24 @@ def _awk_loops(awk_module: Any) -> None:  # just-bash's awk module
     interpreter._execute_while = execute_while
 
 
-def patch_just_bash() -> None:
+class OutOfMemory(Exception):  # named for what the user sees
+    """A ``MemoryError`` inside a command that reports errors as text (jq, yq), with a message."""
+
+
+def _memory_reported(function: Callable[..., Any], message: str) -> Callable[..., Any]:
+    """``function`` with ``MemoryError`` turned into :class:`OutOfMemory` carrying ``message``
+    (jq and yq print an exception's text, and a bare ``MemoryError`` has none)."""
+
+    def wrapper(*args: object, **kwargs: object) -> object:
+        try:
+            return function(*args, **kwargs)
+        except MemoryError:
+            raise OutOfMemory(message) from None
+
+    return wrapper
+
+
+def patch_just_bash(memory_message: str = "out of memory") -> None:
     """Apply the fixes above to the imported just-bash modules (in the worker only)."""
     from just_bash.commands.awk import awk as awk_module
     from just_bash.commands.echo import echo as echo_module
@@ -653,3 +670,8 @@ def patch_just_bash() -> None:
     printf_module.bytes = _RawBytes  # pyright: ignore[reportAttributeAccessIssue]
     expansion.eval = _arith_eval  # pyright: ignore[reportAttributeAccessIssue]
     _awk_loops(awk_module)
+    from just_bash.commands.jq import jq as jq_module
+    from just_bash.commands.yq import yq as yq_module
+
+    for module in (jq_module, yq_module):
+        module.evaluate = _memory_reported(module.evaluate, memory_message)  # pyright: ignore[reportAttributeAccessIssue]

@@ -19,12 +19,17 @@ def _mib(size: int) -> str:
     return f"{size / (1024 * 1024):g} MiB"
 
 
-def budget_message(path: str, needed: int, budget: int) -> str:
-    """The message of a write refused by the memory budget (shared with the shell's error)."""
+def budget_message(path: str, needed: int | None, budget: int) -> str:
+    """The message of a write refused by the memory budget (shared with the shell's error);
+    ``needed`` is ``None`` when the write alone is larger than the budget."""
+    what = (
+        f"writing {path!r} would take the sandbox's files to {needed} bytes, over"
+        if needed is not None
+        else f"writing {path!r} needs more than"
+    )
     return (
-        f"writing {path!r} would take the sandbox's files to {needed} bytes, over its memory "
-        f"budget of {budget} bytes ({_mib(budget)}, option memory_budget); remove files or "
-        "raise memory_budget"
+        f"{what} the sandbox's memory budget of {budget} bytes ({_mib(budget)}, option "
+        "memory_budget); remove files or raise memory_budget"
     )
 
 

@@ -121,21 +121,27 @@ class Worker:
         del self._buffer[:size]
         return data
 
-    async def receive(self, max_payload: int) -> tuple[list[object], bytes]:
-        """The next frame; a frame over the limits is a protocol error (the worker is killed)."""
+    async def receive(self, max_payload: int) -> tuple[list[object], bytes | None]:
+        """The next frame. A payload over ``max_payload`` is read and dropped, never held: the
+        frame comes back with ``None`` for it. A JSON part over its limit is a protocol error."""
         body_size, payload_size = HEADER.unpack(await self._take(HEADER.size))
-        if body_size > MAX_JSON or payload_size > max_payload:
-            raise ProtocolError(
-                f"a worker sent a frame of {body_size}+{payload_size} bytes, over the limits"
-            )
+        if body_size > MAX_JSON:
+            raise ProtocolError(f"a worker sent a message of {body_size} bytes, over the limit")
         body = decode_body(await self._take(body_size))
-        return body, await self._take(payload_size)
+        if payload_size <= max_payload:
+            return body, await self._take(payload_size)
+        remaining = payload_size
+        while remaining:
+            chunk = min(remaining, 1 << 20)
+            await self._take(chunk)
+            remaining -= chunk
+        return body, None
 
     async def wait_ready(self) -> None:
         if self.ready:
             return
         try:
-            message, _ = await self.receive(0)
+            message, _ = await self.receive(1024)
         except WorkerDied:
             raise SandboxProviderError(
                 "the in-memory sandbox's worker process failed to start: " + self._startup_error()
@@ -286,6 +292,12 @@ class WorkerPool:
                 self._idle.append(worker)
         if not keep:
             await worker.reap()
+
+    def pids(self) -> list[int]:
+        """The process ids of the live workers that finished starting, idle or busy."""
+        with self._lock:
+            workers = [*self._idle, *self._busy]
+        return [w.pid for w in workers if w.ready and w.process.poll() is None]
 
     def retire(self, worker: Worker) -> None:
         """Do not give ``worker`` back to the pool (it is killed when the command ends)."""

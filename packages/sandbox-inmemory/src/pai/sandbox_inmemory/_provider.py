@@ -29,6 +29,7 @@ from pai.sandbox import (
     SandboxVanishedError,
 )
 from pai.sandbox_inmemory import _files
+from pai.sandbox_inmemory._errors import budget_message
 from pai.sandbox_inmemory._hostfs import HostFs, drive, serve_frame
 from pai.sandbox_inmemory._pool import Worker, WorkerDied, WorkerPool
 from pai.sandbox_inmemory._protocol import ProtocolError, encode_frame
@@ -284,14 +285,20 @@ class InMemorySandboxInstance:
                     raise ProtocolError("a file request without an argument list")
                 with state.lock:
                     state.check()
-                    reply, data = serve_frame(
-                        state.fs,
-                        message[1],
-                        arguments,  # pyright: ignore[reportUnknownArgumentType]
-                        payload,
-                    )
+                    if payload is None:  # a write larger than the whole budget
+                        path = str(arguments[0]) if arguments else "?"  # pyright: ignore[reportUnknownArgumentType]
+                        reply, data = ["err", "ENOSPC", budget_message(path, None, budget)], b""
+                    else:
+                        reply, data = serve_frame(
+                            state.fs,
+                            message[1],
+                            arguments,  # pyright: ignore[reportUnknownArgumentType]
+                            payload,
+                        )
                 await worker.send(encode_frame(reply, data))
             elif kind == "done" and len(message) == 2 and isinstance(message[1], dict):
+                if payload is None:
+                    raise ProtocolError("a result larger than the output limit")
                 done: dict[str, Any] = message[1]  # pyright: ignore[reportUnknownVariableType]
                 split = int(done["stdout"])
                 if not 0 <= split <= len(payload) or len(payload) - split > output_limit:
@@ -413,6 +420,11 @@ class InMemorySandboxProvider:
     def max_workers(self) -> int:
         """Commands that run at the same time per event loop (one worker process each)."""
         return self._runtime.pool.max_workers
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of this provider's running, started worker processes (for
+        diagnostics)."""
+        return self._runtime.pool.pids()
 
     async def create(self, key: str) -> InMemorySandboxInstance:
         """A new, empty instance for ``key``; an existing one is destroyed first."""

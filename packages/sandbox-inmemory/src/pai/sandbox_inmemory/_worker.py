@@ -9,7 +9,8 @@ Before it says it is ready, the worker closes itself off from the host, in this 
 
 1. imports everything it will need (just-bash, every command, the fixes in ``_commands.py``);
 2. empties its environment (the host's variables are never visible) and changes to ``/``;
-3. limits itself: address space to its measured size plus the memory budget (``RLIMIT_AS``), no
+3. limits itself: address space to its measured size plus the memory budget plus a fixed
+   headroom (``RLIMIT_AS``), no
    file writes (``RLIMIT_FSIZE=0``), few descriptors (``RLIMIT_NOFILE``), no child processes
    (``RLIMIT_NPROC=0`` where it applies), no core dumps;
 4. installs an audit hook (:func:`_audit`) that refuses opening any real file except read-only
@@ -30,6 +31,10 @@ from collections.abc import Mapping
 from typing import Any
 
 MiB = 1024 * 1024
+
+WORKING_HEADROOM = 32 * MiB
+"""Address space a worker may use beyond its measured baseline and the memory budget: room for
+the interpreter's own work (parsing, small buffers), so that a small budget still runs commands."""
 
 _REFUSED_PREFIXES = (
     "subprocess.",
@@ -112,7 +117,10 @@ def _read_only(mode: object, flags: object) -> bool:
     return not (isinstance(flags, int) and flags & writing)
 
 
-def _make_audit(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
+def make_audit_hook(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
+    """The worker's audit hook: read-only opens (and folder listings) under ``readable_roots``
+    pass; every other real open, and the events listed above, raise ``HostAccessRefused``."""
+
     def _readable(path: object) -> bool:
         if isinstance(path, bytes):
             path = os.fsdecode(path)
@@ -157,7 +165,7 @@ def _close_off(budget: int) -> dict[str, int]:
     os.environ.clear()
     os.chdir("/")
     baseline = _vm_size()
-    limit = baseline + budget
+    limit = baseline + budget + WORKING_HEADROOM
     if baseline:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
@@ -175,7 +183,7 @@ def _close_off(budget: int) -> dict[str, int]:
             }
         )
     )
-    sys.addaudithook(_make_audit(roots))
+    sys.addaudithook(make_audit_hook(roots))
     return {"baseline": baseline, "limit": limit}
 
 
@@ -222,17 +230,17 @@ def main() -> None:
                 ctx.stdin = _shell.BinaryText(ctx.stdin)
             return await self._inner.execute(args, ctx)
 
+    memory_message = (
+        "pai-sandbox-inmemory: the command ran out of memory: it needed more than the sandbox's "
+        f"memory budget of {budget} bytes ({budget / MiB:g} MiB, option memory_budget)\n"
+    )
     loop = asyncio.new_event_loop()
-    _commands.patch_just_bash()
+    _commands.patch_just_bash(memory_message.strip())
     # Commands load on first use (quicker start): the audit hook lets imports read the Python
     # installation, and nothing else.
     commands: Mapping[str, Command] = _commands.command_registry(_Binary)
     channel = _shell.Channel(read_fd, write_fd)
     fs = _shell.RemoteFs(channel)
-    memory_message = (
-        "pai-sandbox-inmemory: the command ran out of memory: it needed more than the sandbox's "
-        f"memory budget of {budget} bytes ({budget / MiB:g} MiB, option memory_budget)\n"
-    )
     facts = _close_off(budget)
     start_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     channel.send(["ready", facts])
