@@ -243,8 +243,9 @@ async def test_a_scripted_message_streams_as_the_message_and_request_returns_it(
 
 async def test_a_scripted_response_carries_its_usage_and_finish_reason() -> None:
     scripted = ModelResponse(text("cut short"), Usage(3, 100), "length")
-    model = ScriptedModel([scripted])
+    model = ScriptedModel([scripted, scripted])
     assert await collect_response(model.stream(REQUEST)) == scripted
+    assert await model.respond(REQUEST) == scripted
 
 
 async def test_a_scripted_error_is_raised_for_that_request_and_the_next_answer_follows() -> None:

@@ -208,7 +208,9 @@ class StreamingModel(Model, Protocol):
 
     ``stream`` is an async iterator (usually an ``async def`` generator) following the event
     order in this module's docstring; it raises :class:`~pai.core.ModelError` subclasses for
-    failures. ``request`` is the same answer in one piece.
+    failures. ``respond`` is the same answer in one piece with its usage and finish reason
+    (:func:`collect_response` of the stream, plus any retries the model makes), and ``request``
+    its message alone.
 
     Example::
 
@@ -218,12 +220,19 @@ class StreamingModel(Model, Protocol):
                 yield UsageReported(Usage(input_tokens=1, output_tokens=1))
                 yield ResponseFinished("stop")
 
+            async def respond(self, request: ModelRequest) -> ModelResponse:
+                return await collect_response(self.stream(request))
+
             async def request(self, request: ModelRequest) -> AssistantMessage:
-                return (await collect_response(self.stream(request))).message
+                return (await self.respond(request)).message
     """
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the answer's events, ending with :class:`ResponseFinished`."""
+        ...
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        """The whole answer with its usage and finish reason."""
         ...
 
 

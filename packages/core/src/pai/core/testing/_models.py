@@ -159,9 +159,13 @@ class ScriptedModel:
         for event in response_events(answer):
             yield event
 
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        """The next scripted answer in one piece, with its usage and finish reason."""
+        return await _collect(self.stream(request))
+
     async def request(self, request: ModelRequest) -> AssistantMessage:
-        """The next scripted answer in one piece."""
-        return (await _collect(self.stream(request))).message
+        """The next scripted answer's message."""
+        return (await self.respond(request)).message
 
 
 async def _collect(stream: AsyncIterator[ModelEvent]) -> ModelResponse:
@@ -224,6 +228,10 @@ class FunctionModel:
         for event in response_events(await resolve(self._fn(request))):
             yield event
 
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        """The function's answer in one piece, with its usage and finish reason."""
+        return await _collect(self.stream(request))
+
     async def request(self, request: ModelRequest) -> AssistantMessage:
-        """The function's answer in one piece."""
-        return (await _collect(self.stream(request))).message
+        """The function's answer's message."""
+        return (await self.respond(request)).message
