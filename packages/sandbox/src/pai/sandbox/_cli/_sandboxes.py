@@ -191,6 +191,7 @@ def exec_command(
                 sessions.handle(key),
                 default_timeout=settings.default_timeout,
                 output_limit=settings.output_limit,
+                read_limit=settings.read_limit,
             )
             result = await box.run_command(
                 line, stdin=data, timeout=timeout, on_stdout=on_stdout, on_stderr=on_stderr
