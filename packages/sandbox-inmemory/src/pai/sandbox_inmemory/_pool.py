@@ -253,13 +253,16 @@ class WorkerPool:
         """
         limiter = self._limiter()
         borrower = object()
-        with anyio.move_on_at(deadline) as waiting:
-            await limiter.acquire_on_behalf_of(borrower)
-        if waiting.cancelled_caught:
-            return None
+        try:
+            limiter.acquire_on_behalf_of_nowait(borrower)
+        except anyio.WouldBlock:
+            with anyio.move_on_at(deadline) as waiting:
+                await limiter.acquire_on_behalf_of(borrower)
+            if waiting.cancelled_caught:
+                return None
         try:
             with self._lock:
-                worker = self._idle.pop(0) if self._idle else Worker(self.memory_budget)
+                worker = self._take_idle() or Worker(self.memory_budget)
                 self._busy.add(worker)
                 if not self._idle:
                     self._idle.append(Worker(self.memory_budget))  # the warm spare
@@ -282,6 +285,13 @@ class WorkerPool:
                 raise
             lease.startup = anyio.current_time() - started
         return lease
+
+    def _take_idle(self) -> Worker | None:
+        """The idle worker that was used last and is ready (warm), else any idle one."""
+        for index in range(len(self._idle) - 1, -1, -1):
+            if self._idle[index].ready:
+                return self._idle.pop(index)
+        return self._idle.pop() if self._idle else None
 
     async def give_back(self, worker: Worker, *, reusable: bool) -> None:
         """Put ``worker`` back among the idle ones, or kill it."""

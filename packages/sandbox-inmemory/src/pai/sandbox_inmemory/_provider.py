@@ -108,10 +108,11 @@ class _State:
 class _Runtime:
     """What every instance of one provider shares: the worker pool and the limits."""
 
-    __slots__ = ("limits", "memory_budget", "pool")
+    __slots__ = ("limits", "limits_document", "memory_budget", "pool")
 
     def __init__(self, limits: ExecutionLimits, memory_budget: int, max_workers: int) -> None:
         self.limits = limits
+        self.limits_document = asdict(limits)
         self.memory_budget = memory_budget
         self.pool = WorkerPool(max_workers=max_workers, memory_budget=memory_budget)
 
@@ -217,7 +218,7 @@ class InMemorySandboxInstance:
                     "cwd": cwd,
                     "env": dict(env),
                     "stdin": stdin is not None,
-                    "limits": asdict(runtime.limits),
+                    "limits": runtime.limits_document,
                     "output_limit": output_limit,
                 },
             ],

@@ -26,6 +26,8 @@ import os
 import resource
 import signal
 import sys
+import threading
+import time
 import types
 from collections.abc import Mapping
 from typing import Any
@@ -187,6 +189,19 @@ def _close_off(budget: int) -> dict[str, int]:
     return {"baseline": baseline, "limit": limit}
 
 
+def _exit_with_the_host(parent: int) -> None:
+    """End this worker when the host process is gone, even in the middle of a runaway command
+    (a thread: the main one may be busy in a loop that never reads the host's pipe)."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="host-watch", daemon=True).start()
+
+
 def _cut(text: str, limit: int, encode: Any) -> tuple[bytes, bool]:
     if len(text) > limit:  # every character is at least one byte: the cut is certain
         return encode(text[:limit])[:limit], True
@@ -200,6 +215,7 @@ def _no_network(*args: object, **kwargs: object) -> None:
 
 def main() -> None:
     """The worker's entry point (see the module docstring)."""
+    _exit_with_the_host(os.getppid())
     read_fd, write_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
