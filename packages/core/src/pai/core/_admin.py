@@ -117,8 +117,6 @@ class _Commands:
 class ThreadHandle:
     """One thread, seen by one caller. Cheap to make: no I/O until you use it."""
 
-    __slots__ = ("_caller", "_runs", "_threads", "id")
-
     def __init__(
         self, threads: ThreadOperations, runs: RunOperations, caller: Caller, thread_id: str
     ) -> None:
@@ -166,8 +164,6 @@ class ThreadHandle:
 
 class AdminClient:
     """Trusted, server-side access to a runtime for one identity."""
-
-    __slots__ = ("_caller", "_runs", "_threads")
 
     def __init__(self, threads: ThreadOperations, runs: RunOperations, caller: Caller) -> None:
         self._threads = threads
