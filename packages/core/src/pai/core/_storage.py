@@ -22,6 +22,10 @@ and runs :class:`pai.core.testing.StorageConformance`, which checks this contrac
   contiguous, and nothing is lost;
 - reads return what was written, in order; records are immutable values, and a message read is
   not changed by what its writer or another reader later does to theirs.
+
+A failure of the backend itself (the database cannot be opened or has a newer schema, the storage
+was closed, what it holds is corrupt) is a :class:`~pai.core.StorageError`, whose message names
+the storage and what to do; the built-in stores raise nothing else for it.
 """
 
 from __future__ import annotations
