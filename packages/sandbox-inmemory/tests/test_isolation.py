@@ -261,6 +261,114 @@ async def test_a_worker_runs_with_an_empty_environment_and_hard_limits(
         assert "unlimited" not in address
 
 
+# One invocation of every registered command: none of them is broken by the worker's limits or
+# its audit hook (lazy imports included). A new command needs a line here and in the audit table.
+SAMPLES: dict[str, str] = {
+    "alias": "alias ll='ls -l'; alias",
+    "argv.py": "argv.py a b",
+    "awk": "echo 1 2 | awk '{print $2}'",
+    "base64": "echo hi | base64",
+    "basename": "basename /a/b.txt",
+    "bash": "bash -c 'echo in bash'",
+    "cat": "cat f.txt",
+    "chmod": "chmod 600 f.txt && stat -c %a f.txt",
+    "clear": "clear",
+    "column": "printf 'a b\\nc d\\n' | column -t",
+    "comm": "comm f.txt f.txt",
+    "cp": "cp f.txt g.txt && cat g.txt",
+    "cut": "echo a:b | cut -d: -f2",
+    "date": "date +%Y && TZ=Europe/Paris date +%H",
+    "diff": "diff f.txt f.txt && echo same",
+    "dirname": "dirname /a/b",
+    "du": "du -s .",
+    "echo": "echo hi",
+    "egrep": "egrep hello f.txt",
+    "env": "env X=1 sh -c 'echo $X'",
+    "expand": "printf 'a\\tb\\n' | expand",
+    "expr": "expr 1 + 2",
+    "false": "false || echo ok",
+    "fgrep": "fgrep hello f.txt",
+    "file": "file f.txt",
+    "find": "find . -name f.txt -exec cat {} \\;",
+    "fold": "echo abcdef | fold -w 2",
+    "grep": "grep hello f.txt",
+    "gunzip": "gzip -k f.txt && gunzip -c f.txt.gz",
+    "gzip": "gzip -c f.txt | wc -c",
+    "head": "head -n1 f.txt",
+    "help": "help | head -n 1",
+    "history": "history",
+    "hostname": "hostname",
+    "html-to-markdown": "echo '<h1>T</h1>' | html-to-markdown",
+    "join": "join f.txt f.txt",
+    "jq": "echo '{\"a\":1}' | jq .a",
+    "ln": "ln -s f.txt l && cat l",
+    "ls": "ls",
+    "md5sum": "md5sum f.txt",
+    "mkdir": "mkdir -p d/e && ls d",
+    "mv": "cp f.txt m && mv m n && cat n",
+    "nl": "nl f.txt",
+    "od": "od -c f.txt",
+    "paste": "paste f.txt f.txt",
+    "printenv": "printenv HOME",
+    "printenv.py": "printenv.py HOME",
+    "printf": "printf '%s %(%Y)T\\n' x -1",
+    "pwd": "pwd",
+    "read": "echo v | { read x; echo $x; }",
+    "readlink": "ln -sf f.txt r && readlink r",
+    "rev": "echo abc | rev",
+    "rg": "rg hello",
+    "rm": "touch z && rm z",
+    "rmdir": "mkdir q && rmdir q",
+    "sed": "sed s/hello/bye/ f.txt",
+    "seq": "seq 3",
+    "sh": "sh -c 'echo in sh'",
+    "sha1sum": "sha1sum f.txt",
+    "sha256sum": "sha256sum f.txt",
+    "shuf": "seq 3 | shuf | sort",
+    "sleep": "sleep 0.01",
+    "sort": "sort f.txt",
+    "split": "split -l 1 f.txt part && ls part*",
+    "sqlite3": "sqlite3 :memory: 'select 1'",
+    "stat": "stat f.txt",
+    "strings": "strings f.txt",
+    "tac": "tac f.txt",
+    "tail": "tail -n1 f.txt",
+    "tar": "tar -cJf b.txz f.txt && tar -tJf b.txz && tar -cjf c.tbz f.txt && tar -tjf c.tbz",
+    "tee": "echo x | tee t.txt",
+    "time": "time echo timed",
+    "timeout": "timeout 1 echo in-time",
+    "touch": "touch new",
+    "tr": "echo abc | tr a-z A-Z",
+    "tree": "tree",
+    "true": "true",
+    "unalias": "alias a=b; unalias a",
+    "unexpand": "echo '        a' | unexpand",
+    "uniq": "uniq f.txt",
+    "wc": "wc -l f.txt",
+    "which": "which ls",
+    "whoami": "whoami",
+    "xan": "printf 'a,b\\n1,2\\n' | xan headers",
+    "xargs": "echo a b | xargs echo",
+    "yq": "echo 'a: 1' | yq .a",
+    "zcat": "gzip -c f.txt > z.gz && zcat z.gz",
+}
+
+
+async def test_every_command_runs_under_the_workers_restrictions(
+    instance: InMemorySandboxInstance,
+) -> None:
+    from pai.sandbox_inmemory._commands import COMMAND_AUDIT
+
+    assert sorted(SAMPLES) == sorted(COMMAND_AUDIT)
+    await run(instance, "echo hello > f.txt")
+    failed: dict[str, bytes] = {}
+    for name, command in SAMPLES.items():
+        result = await run(instance, command)
+        if result.exit_code != 0:
+            failed[name] = result.stderr
+    assert failed == {}
+
+
 # -- timeouts and the host's event loop ---------------------------------------------------------------
 
 
@@ -413,6 +521,26 @@ async def test_byte_escapes_write_the_bytes_they_name(
     result = await run(instance, command)
     assert result.exit_code == 0, result.stderr
     assert await instance.read_file("/workspace/f", max_bytes=MiB) == expected
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "gzip -c b.bin > z.gz && zcat z.gz > out",
+        "cat b.bin | gzip | gunzip > out",
+        "base64 b.bin | base64 -d > out",
+        "tar -czf - b.bin > a.tgz && mkdir x && tar -xzf a.tgz -C x && cp x/b.bin out",
+        "tar -cf - b.bin | tar -xf - -C /tmp && cat /tmp/b.bin > out",
+    ],
+)
+async def test_binary_data_survives_compression_encoding_and_archives(
+    instance: InMemorySandboxInstance, command: str
+) -> None:
+    data = bytes(range(256)) * 4
+    await instance.write_files([FileWrite("/workspace/b.bin", data)])
+    result = await run(instance, command)
+    assert result.exit_code == 0, result.stderr
+    assert await instance.read_file("/workspace/out", max_bytes=MiB) == data
 
 
 async def test_stdin_bytes_reach_the_command_unchanged(instance: InMemorySandboxInstance) -> None:

@@ -14,6 +14,9 @@ Fixes applied to just-bash 0.2.1 in the worker (:func:`patch_just_bash`):
 - ``seq`` printed at most 100,000 numbers, silently: longer integer sequences are generated here,
   and a longer fractional one fails with a message naming the limit.
 - ``cat`` without options copies its input byte for byte (just-bash's adds a newline).
+- ``gzip -c`` (and ``gzip`` reading stdin) prints the compressed bytes, not a placeholder.
+- ``gunzip -c``/``zcat``, ``base64 -d`` and ``tar -cf -`` print binary data byte for
+  byte (just-bash decoded it with replacement characters, or as Latin-1).
 - ``printf``, ``echo -e`` and ``$'...'`` escapes ``\\NNN`` / ``\\xHH`` produce the raw byte, not the
   Unicode character of that number (``printf '\\377'`` writes 0xff).
 - ``awk`` ``for``/``while`` loops stopped silently after 10,000 iterations: they now fail with a
@@ -26,12 +29,16 @@ from __future__ import annotations
 
 import ast
 import inspect
+import io
 import sqlite3
+import types
 from collections.abc import Callable
 from typing import Any
 
 from just_bash.commands import create_command_registry
 from just_bash.types import Command, CommandContext, ExecResult
+
+from pai.sandbox_inmemory._shell import BinaryText
 
 __all__ = [
     "COMMAND_AUDIT",
@@ -77,7 +84,7 @@ COMMAND_AUDIT: dict[str, str] = {
     "fold": _TEXT,
     "grep": _TEXT,
     "gunzip": _FS + "; `gzip` module on in-memory bytes",
-    "gzip": _FS + "; `gzip` module on in-memory bytes",
+    "gzip": _FS + "; `gzip` module on in-memory bytes (`-c` and stdin: replaced, byte-exact)",
     "head": _TEXT,
     "help": _INFO,
     "history": _INFO,
@@ -278,6 +285,48 @@ class _Cat:
         return _result("".join(parts), "".join(errors), 1 if errors else 0)
 
 
+class _GzipToStdout:
+    """``gzip -c`` (or ``gzip`` reading stdin): the compressed bytes on stdout, byte for byte
+    (just-bash printed a placeholder such as ``<binary gzip data, 30 bytes>``)."""
+
+    name = "gzip"
+
+    def __init__(self, inner: Command) -> None:
+        self._inner = inner
+
+    async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
+        import gzip
+
+        to_stdout, level, files = False, 6, list[str]()
+        for arg in args:
+            if arg in ("--stdout", "--to-stdout"):
+                to_stdout = True
+            elif arg.startswith("--") or arg == "-":
+                return await self._inner.execute(args, ctx)
+            elif arg.startswith("-"):
+                for flag in arg[1:]:
+                    if flag == "c":
+                        to_stdout = True
+                    elif flag.isdigit():
+                        level = int(flag)
+                    elif flag not in "kfnq":
+                        return await self._inner.execute(args, ctx)  # -d, -l, -t, -r, ...
+            else:
+                files.append(arg)
+        if files and not to_stdout:
+            return await self._inner.execute(args, ctx)
+        parts: list[bytes] = []
+        for name in files:
+            try:
+                data = await ctx.fs.read_file_bytes(ctx.fs.resolve_path(ctx.cwd, name))
+            except OSError:
+                return _result(stderr=f"gzip: {name}: No such file or directory\n", exit_code=1)
+            parts.append(gzip.compress(data, compresslevel=level))
+        if not files:
+            parts.append(gzip.compress(ctx.stdin.encode("utf-8"), compresslevel=level))
+        return _result(BinaryText(b"".join(parts).decode("utf-8", "surrogateescape")))
+
+
 # -- sqlite3 ----------------------------------------------------------------------------------------
 
 _SQLITE_HELP = """\
@@ -468,6 +517,7 @@ def command_registry(wrap: Callable[[Command], Command]) -> dict[str, Command]:
     commands["seq"] = _Seq(commands["seq"])
     commands["cat"] = _Cat(commands["cat"])
     commands["sqlite3"] = _Sqlite3()
+    commands["gzip"] = _GzipToStdout(commands["gzip"])
     unaudited = sorted(set(commands) - set(COMMAND_AUDIT))
     if unaudited:
         raise UnauditedCommandError(
@@ -512,13 +562,60 @@ def _byte_chr(code: int) -> str:
     return chr(code)
 
 
+_BYTE_CODECS = frozenset({"utf8", "latin1", "iso88591", "l1"})
+
+
 class _RawBytes(bytes):
-    """``bytes`` for printf's ``\\xHH`` sequences: its Latin-1 fallback keeps the raw bytes."""
+    """Bytes a command turns into output text: decoding them as UTF-8 or Latin-1 (whatever the
+    error handler) keeps every byte (``surrogateescape``), so the output is those bytes."""
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        if encoding.replace("-", "").lower() in ("latin1", "iso88591"):
-            return bytes.decode(self, "utf-8", "surrogateescape")
+        if encoding.replace("-", "").replace("_", "").lower() in _BYTE_CODECS:
+            return BinaryText(bytes.decode(self, "utf-8", "surrogateescape"))
         return bytes.decode(self, encoding, errors)
+
+
+def _raw(function: Callable[..., bytes]) -> Callable[..., bytes]:
+    def wrapper(*args: object, **kwargs: object) -> bytes:
+        return _RawBytes(function(*args, **kwargs))
+
+    return wrapper
+
+
+class _RawBytesIO(io.BytesIO):
+    """``io.BytesIO`` whose value decodes byte for byte (tar writing an archive to stdout)."""
+
+    def getvalue(self) -> bytes:
+        return _RawBytes(super().getvalue())
+
+
+class _Proxy(types.ModuleType):
+    """A module as one command module sees it: the real one, with a few names replaced."""
+
+    def __init__(self, real: types.ModuleType, **replaced: object) -> None:
+        super().__init__(real.__name__)
+        self._real = real
+        self.__dict__.update(replaced)
+
+    def __getattr__(self, name: str) -> Any:  # the real module's attribute
+        return getattr(self._real, name)
+
+
+def _binary_output(compression: Any, base64_cmd: Any, tar: Any) -> None:
+    """gzip/gunzip/zcat, ``base64 -d`` and ``tar -cf -`` print binary data byte for byte
+    (just-bash decoded it with replacement characters or as Latin-1)."""
+    import base64
+    import bz2
+    import gzip
+    import lzma
+
+    def packer(module: types.ModuleType) -> _Proxy:
+        return _Proxy(module, compress=_raw(module.compress), decompress=_raw(module.decompress))
+
+    compression.gzip = packer(gzip)
+    base64_cmd.b64 = _Proxy(base64, b64decode=_raw(base64.b64decode))
+    tar.io = _Proxy(io, BytesIO=_RawBytesIO)
+    tar.gzip, tar.bz2, tar.lzma = packer(gzip), packer(bz2), packer(lzma)
 
 
 _BINARY: dict[type[ast.operator], Callable[[int, int], int]] = {
@@ -670,7 +767,12 @@ def patch_just_bash(memory_message: str = "out of memory") -> None:
     printf_module.bytes = _RawBytes  # pyright: ignore[reportAttributeAccessIssue]
     expansion.eval = _arith_eval  # pyright: ignore[reportAttributeAccessIssue]
     _awk_loops(awk_module)
+    from just_bash.commands.base64 import base64 as base64_module
+    from just_bash.commands.compression import compression as compression_module
     from just_bash.commands.jq import jq as jq_module
+    from just_bash.commands.tar import tar as tar_module
+
+    _binary_output(compression_module, base64_module, tar_module)
     from just_bash.commands.yq import yq as yq_module
 
     for module in (jq_module, yq_module):

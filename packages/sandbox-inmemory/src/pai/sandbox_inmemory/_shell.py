@@ -67,6 +67,9 @@ def encode(text: str, encoding: str = "utf-8") -> bytes:
         ).encode(encoding, "surrogateescape")
 
 
+_BYTE_CODECS = frozenset({"utf8", "latin1", "iso88591", "l1"})
+
+
 class BinaryText(str):
     """Interpreter text that encodes back to the bytes it was decoded from.
 
@@ -78,6 +81,10 @@ class BinaryText(str):
     __slots__ = ()
 
     def encode(self, encoding: str = "utf-8", errors: str = "surrogateescape") -> bytes:
+        if encoding.replace("-", "").replace("_", "").lower() in _BYTE_CODECS:
+            # The text stands for bytes (decoded as UTF-8 with surrogateescape): Latin-1, which
+            # commands use to mean "the bytes", gives those bytes back too.
+            return str.encode(self, "utf-8", "surrogateescape")
         return str.encode(self, encoding, "surrogateescape" if errors == "strict" else errors)
 
 
