@@ -1,0 +1,175 @@
+"""How the ``openai`` SDK's errors map onto the core's model error tree.
+
+    openai SDK error                          pai.core error                   retried
+    ─────────────────────────────────────     ──────────────────────────────   ───────
+    RateLimitError (429)                      ModelRateLimitError              yes, after retry-after
+      … with code "insufficient_quota"        FatalModelError                  no
+    InternalServerError (5xx)                 ModelOverloadedError             yes
+    ConflictError (409), other 408/409        ModelOverloadedError             yes
+    APITimeoutError                           ModelTimeoutError                yes
+    APIConnectionError (refused, reset, cut)  ModelConnectionError             yes
+    BadRequestError (400), 422, other 4xx     ModelBadRequestError             no
+    AuthenticationError (401), 403            ModelAuthenticationError         no
+    NotFoundError (404)                       ModelNotFoundError               no
+    an error event inside a stream            ModelOverloadedError             yes
+      … of type "invalid_request_error"       ModelBadRequestError             no
+    APIResponseValidationError, bad JSON      ModelResponseError               no
+
+``retry-after-ms`` and ``retry-after`` (seconds, or an HTTP date) become ``retry_after``. Every
+mapped error keeps the SDK's error as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, cast
+
+from pai.core import (
+    FatalModelError,
+    ModelAuthenticationError,
+    ModelBadRequestError,
+    ModelConnectionError,
+    ModelError,
+    ModelNotFoundError,
+    ModelOverloadedError,
+    ModelRateLimitError,
+    ModelResponseError,
+    ModelTimeoutError,
+)
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["map_openai_error", "parse_retry_after"]
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms``, else ``retry-after`` (seconds or an
+    HTTP date); ``None`` when neither is there or readable. Header names are case-insensitive."""
+    lowered = {key.lower(): value for key, value in headers.items()}
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = lowered.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) / divisor
+        except ValueError:
+            seconds = _http_date_delay(raw, now)
+        if seconds is not None and math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _http_date_delay(raw: str, now: float | None) -> float | None:
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> ModelError:
+    """The core :class:`~pai.core.ModelError` for an error the ``openai`` SDK raised."""
+    import openai
+
+    def where(message: str) -> str:
+        return f"OpenAI model {model!r}: {message}"
+
+    if isinstance(error, openai.APITimeoutError):
+        return ModelTimeoutError(
+            where("no answer within the timeout; raise OpenAIModel(timeout=...) if it is slow"),
+            model=model,
+        )
+    if isinstance(error, openai.APIConnectionError):
+        cause = f" ({error.__cause__})" if error.__cause__ is not None else ""
+        return ModelConnectionError(
+            where(f"the connection failed{cause}; check the base URL and that the server runs"),
+            model=model,
+        )
+    if isinstance(error, openai.APIStatusError):
+        return _from_status(error, model)
+    if isinstance(error, openai.APIResponseValidationError):
+        return ModelResponseError(where(f"the answer did not match the API: {error}"), model=model)
+    if isinstance(error, openai.APIError):
+        # An error event inside a stream: the server failed mid-answer, unless it says the
+        # request itself was wrong.
+        if _body_type(error.body) == "invalid_request_error":
+            return ModelBadRequestError(
+                where(f"the server refused the request mid-answer: {error.message}"), model=model
+            )
+        return ModelOverloadedError(
+            where(f"the server reported an error mid-answer: {error.message}"), model=model
+        )
+    return ModelResponseError(where(f"the answer could not be read: {error}"), model=model)
+
+
+def _from_status(error: openai.APIStatusError, model: str) -> ModelError:
+    status = error.status_code
+    detail = _detail(error)
+    headers = dict(error.response.headers.items())
+    retry_after = parse_retry_after(headers)
+
+    def say(message: str) -> str:
+        return f"OpenAI model {model!r}: {message} (HTTP {status}: {detail})"
+
+    code = _code(error)
+    if status == 429 and code == "insufficient_quota":
+        return FatalModelError(
+            say("the account is out of quota; add credit or use another key"),
+            model=model,
+            status_code=status,
+        )
+    if status == 429:
+        return ModelRateLimitError(
+            say("rate limited"), model=model, status_code=status, retry_after=retry_after
+        )
+    if status >= 500 or status in (408, 409):
+        return ModelOverloadedError(
+            say("the server failed or is overloaded"),
+            model=model,
+            status_code=status,
+            retry_after=retry_after,
+        )
+    if status in (401, 403):
+        return ModelAuthenticationError(
+            say("the API key was refused; check OPENAI_API_KEY (or api_key / api_key_env)"),
+            model=model,
+            status_code=status,
+        )
+    if status == 404:
+        return ModelNotFoundError(
+            say("no such model or endpoint; check the model name and the base URL"),
+            model=model,
+            status_code=status,
+        )
+    return ModelBadRequestError(
+        say("the server refused the request"), model=model, status_code=status
+    )
+
+
+def _detail(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, Mapping):
+        outer = cast("Mapping[str, object]", body)
+        inner = outer.get("error", outer)
+        if isinstance(inner, Mapping):
+            message = cast("Mapping[str, object]", inner).get("message")
+            if isinstance(message, str):
+                return message
+    return error.message
+
+
+def _body_type(body: object) -> str | None:
+    if isinstance(body, Mapping):
+        kind = cast("Mapping[str, object]", body).get("type")
+        if isinstance(kind, str):
+            return kind
+    return None
+
+
+def _code(error: openai.APIStatusError) -> str | None:
+    code: object = error.code
+    return code if isinstance(code, str) else None

@@ -1,0 +1,31 @@
+"""Shared fixtures: async tests run on asyncio and on trio; a test server per test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from pai.core import RetryPolicy
+from pai.model_openai import OpenAIModel
+from pai.model_openai.testing import OpenAITestServer
+
+pytest_plugins = ["pai.model_openai.testing.pytest_plugin"]
+
+FAST_RETRIES = RetryPolicy(max_attempts=3, initial_delay=0.0, jitter=0.0)
+"""Retries without pauses (the server's retry-after still applies)."""
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The event loop ``pytest.mark.anyio`` tests run on: both of them, one after the other."""
+    return request.param
+
+
+@pytest.fixture
+async def model(openai_server: OpenAITestServer) -> AsyncIterator[OpenAIModel]:
+    """An OpenAIModel pointed at the test server, retrying without pauses, closed after the test."""
+    async with OpenAIModel(
+        "test-model", base_url=openai_server.base_url, api_key="test-key", retry=FAST_RETRIES
+    ) as built:
+        yield built

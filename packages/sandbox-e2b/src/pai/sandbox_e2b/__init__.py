@@ -1,0 +1,58 @@
+"""A PAI sandbox provider on E2B (the ``e2b`` SDK): one E2B sandbox per instance key.
+
+Example::
+
+    from pai.sandbox import sandbox_capability
+    from pai.sandbox_e2b import E2BSandboxProvider
+
+    capability = sandbox_capability(provider=E2BSandboxProvider(template="base"))
+
+Offline tests run the real SDK against :class:`pai.sandbox_e2b.testing.E2BEmulator`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pai.sandbox.provider import lazy_exports
+from pai.sandbox_e2b._errors import E2BApiKeyMissingError as E2BApiKeyMissingError
+from pai.sandbox_e2b._errors import E2BEmulatorUnavailableError as E2BEmulatorUnavailableError
+from pai.sandbox_e2b._errors import E2BError as E2BError
+from pai.sandbox_e2b._errors import E2BUnreachableError as E2BUnreachableError
+
+# Names resolve on first use: plugin discovery imports this package (for its entry-point module,
+# ``_plugin``), and must not pay for importing the e2b SDK until the provider is chosen.
+if TYPE_CHECKING:
+    from pai.sandbox_e2b._plugin import E2BOptions as E2BOptions
+    from pai.sandbox_e2b._provider import E2BSandboxInstance as E2BSandboxInstance
+    from pai.sandbox_e2b._provider import E2BSandboxProvider as E2BSandboxProvider
+    from pai.sandbox_e2b._provider import key_hash as key_hash
+
+_LAZY = {
+    "E2BOptions": "pai.sandbox_e2b._plugin",
+    "E2BSandboxInstance": "pai.sandbox_e2b._provider",
+    "E2BSandboxProvider": "pai.sandbox_e2b._provider",
+    "key_hash": "pai.sandbox_e2b._provider",
+}
+
+_getattr, _dir = lazy_exports(__name__, _LAZY)
+
+
+def __getattr__(name: str) -> object:
+    return _getattr(name)
+
+
+def __dir__() -> list[str]:
+    return _dir()
+
+
+__all__ = [
+    "E2BApiKeyMissingError",
+    "E2BEmulatorUnavailableError",
+    "E2BError",
+    "E2BOptions",
+    "E2BSandboxInstance",
+    "E2BSandboxProvider",
+    "E2BUnreachableError",
+    "key_hash",
+]

@@ -1,0 +1,89 @@
+"""pai-sandbox-e2b as a plugin: registers the ``e2b`` sandbox provider.
+
+Kept light: it imports neither the ``e2b`` SDK nor the provider until the provider is chosen.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pai.core import hookimpl
+from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
+
+
+class E2BOptions(BaseModel):
+    """``[capabilities.sandbox.e2b]``: where and how sandboxes are made on E2B.
+
+    The API key is read from ``E2B_API_KEY`` unless ``api_key`` is given (prefer the variable: a
+    key in ``pai.toml`` ends up in version control). ``api_url`` / ``sandbox_url`` (or
+    ``E2B_API_URL`` / ``E2B_SANDBOX_URL``) point the SDK elsewhere, e.g. at the offline emulator.
+
+    Example::
+
+        [capabilities.sandbox]
+        provider = "e2b"
+
+        [capabilities.sandbox.e2b]
+        template = "base"
+        timeout = 600                  # seconds each sandbox lives after its last connect
+        allow_internet_access = false  # the default
+    """
+
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+
+    template: str = Field("base", min_length=1, description="E2B template name or id")
+    timeout: int = Field(
+        300, gt=0, le=86_400, description="seconds a sandbox lives after create or connect"
+    )
+    api_key: str | None = Field(None, min_length=1, description="default: E2B_API_KEY")
+    domain: str | None = Field(None, min_length=1, description="default: E2B_DOMAIN or e2b.app")
+    api_url: str | None = Field(None, min_length=1, description="default: E2B_API_URL")
+    sandbox_url: str | None = Field(None, min_length=1, description="default: E2B_SANDBOX_URL")
+    metadata: dict[str, str] = Field(
+        default_factory=dict[str, str], description="added to every sandbox's metadata"
+    )
+    namespace: str = Field(
+        "pai", min_length=1, description="the sandboxes `pai sandbox ls/rm/prune` see"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict[str, str], description="environment of every sandbox"
+    )
+    allow_internet_access: bool = Field(False, description="true lets commands reach the internet")
+    user: str = Field("user", min_length=1, description="the sandbox user commands run as")
+    request_timeout: float = Field(
+        30.0, gt=0, description="seconds an E2B API or envd request may take"
+    )
+
+
+def _make_provider(options: E2BOptions) -> SandboxProvider:
+    from pai.sandbox_e2b._provider import E2BSandboxProvider
+
+    return E2BSandboxProvider(
+        template=options.template,
+        timeout=options.timeout,
+        api_key=options.api_key,
+        domain=options.domain,
+        api_url=options.api_url,
+        sandbox_url=options.sandbox_url,
+        metadata=options.metadata,
+        namespace=options.namespace,
+        env=options.env,
+        allow_internet_access=options.allow_internet_access,
+        user=options.user,
+        request_timeout=options.request_timeout,
+    )
+
+
+@hookimpl
+def pai_sandbox_providers() -> list[SandboxProviderRegistration]:
+    return [
+        SandboxProviderRegistration(
+            name="e2b",
+            factory=_make_provider,
+            options=E2BOptions,
+            description="Sandboxes in E2B microVMs (the e2b SDK); internet access off by default.",
+            install_hint="pip install pai-sandbox-e2b",
+        )
+    ]

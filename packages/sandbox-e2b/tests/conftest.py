@@ -1,0 +1,33 @@
+"""Shared fixtures: the E2B emulator (one per session) and a fresh namespace per test.
+
+The ``e2b`` SDK is asyncio-only (it runs its own asyncio tasks and timers), so the async tests of
+this package run on asyncio only.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from pai.sandbox_e2b.testing import E2BEmulator, e2b_emulator
+
+__all__ = ["e2b_emulator"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """asyncio only: the e2b SDK does not run on trio."""
+    return "asyncio"
+
+
+@pytest.fixture
+def namespace() -> str:
+    """A namespace of its own for one test."""
+    return f"pai-test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def emulator(e2b_emulator: E2BEmulator) -> E2BEmulator:
+    """The session's E2B emulator."""
+    return e2b_emulator

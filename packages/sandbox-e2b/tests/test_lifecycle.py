@@ -1,0 +1,224 @@
+"""Sandboxes on E2B over their life: found again from another process, re-created with their seed
+after they expired, resumed after a pause, connected with the configured timeout.
+
+asyncio only: the e2b SDK is asyncio-only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import anyio
+import pytest
+
+from pai.sandbox import SeedFile, create_sandbox, create_sandbox_session_manager
+from pai.sandbox_e2b import E2BSandboxProvider, key_hash
+from pai.sandbox_e2b.testing import E2BEmulator, EmulatedSandbox
+
+pytestmark = pytest.mark.anyio
+
+
+def provider_for(emulator: E2BEmulator, namespace: str, **options: object) -> E2BSandboxProvider:
+    return E2BSandboxProvider(
+        api_key=emulator.api_key,
+        api_url=emulator.url,
+        sandbox_url=emulator.url,
+        namespace=namespace,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def sandbox_of(emulator: E2BEmulator, namespace: str, key: str) -> EmulatedSandbox:
+    (found,) = emulator.find(**{"pai.namespace": namespace, "pai.key-sha256": key_hash(key)})
+    return found
+
+
+async def test_a_new_sandbox_carries_namespace_key_and_capability_metadata(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = "thread:é/" + uuid.uuid4().hex
+    instance = await provider.create(key)
+    try:
+        held = sandbox_of(emulator, namespace, key)
+        assert held.sandbox_id == instance.instance_id
+        assert held.metadata["pai.namespace"] == namespace
+        assert held.metadata["pai.key"] == key
+        assert held.metadata["pai.capability"] == "sandbox"
+        assert held.allow_internet_access is False
+    finally:
+        await provider.destroy(key)
+
+
+async def test_internet_access_is_asked_for_only_when_allowed(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace, allow_internet_access=True)
+    key = uuid.uuid4().hex
+    await provider.create(key)
+    try:
+        assert sandbox_of(emulator, namespace, key).allow_internet_access is True
+    finally:
+        await provider.destroy(key)
+
+
+FIND_IN_ANOTHER_PROCESS = """
+import asyncio, sys
+from pai.sandbox_e2b import E2BSandboxProvider
+
+async def main() -> None:
+    provider = E2BSandboxProvider(namespace=sys.argv[1])
+    instance = await provider.find(sys.argv[2])
+    assert instance is not None, "not found"
+    print(instance.instance_id)
+    print((await instance.read_file("/workspace/marker.txt", max_bytes=100)).decode())
+
+asyncio.run(main())
+"""
+
+
+async def test_another_process_finds_the_sandbox_by_key(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = f"conversation-{uuid.uuid4().hex}"
+    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    await sandbox.write_file("marker.txt", "written by the first process")
+    try:
+        done = await anyio.run_process(
+            [sys.executable, "-c", FIND_IN_ANOTHER_PROCESS, namespace, key],
+            env={**os.environ, **emulator.env},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        instance_id, marker = done.stdout.decode().splitlines()
+        assert instance_id == sandbox_of(emulator, namespace, key).sandbox_id
+        assert marker == "written by the first process"
+    finally:
+        await provider.destroy(key)
+
+
+async def test_expiry_mid_conversation_gives_a_fresh_sandbox_with_the_seed(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    sessions = create_sandbox_session_manager(
+        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed\n")]
+    )
+    sandbox = create_sandbox(sessions.handle(key))
+    try:
+        first = await sandbox.run_command("echo scratch > scratch.txt && cat seed.txt")
+        assert (first.stdout, first.environment_reset) == ("seed\n", False)
+        emulator.expire(sandbox_of(emulator, namespace, key).sandbox_id)
+
+        second = await sandbox.run_command("cat seed.txt; ls")
+        assert second.environment_reset
+        assert second.stdout == "seed\nseed.txt\n"
+        assert sandbox.environment_resets == 1
+        assert not (await sandbox.run_command("true")).environment_reset
+    finally:
+        await provider.destroy(key)
+
+
+async def test_a_sandbox_whose_lifetime_ran_out_is_re_created_by_a_file_operation(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    sessions = create_sandbox_session_manager(
+        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed")]
+    )
+    sandbox = create_sandbox(sessions.handle(key))
+    try:
+        await sandbox.write_file("scratch.txt", "lost")
+        emulator.set_timeout(sandbox_of(emulator, namespace, key).sandbox_id, 0)
+        assert await sandbox.read_text("seed.txt") == "seed"
+        assert not await sandbox.exists("scratch.txt")
+        assert sandbox.environment_resets == 1
+    finally:
+        await provider.destroy(key)
+
+
+async def test_a_paused_sandbox_is_resumed_with_its_files(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    try:
+        await sandbox.write_file("kept.txt", "kept")
+        held = sandbox_of(emulator, namespace, key)
+        emulator.pause(held.sandbox_id)
+        result = await sandbox.run_command("cat kept.txt")
+        assert (result.stdout, result.environment_reset) == ("kept", False)
+        assert sandbox_of(emulator, namespace, key).sandbox_id == held.sandbox_id
+    finally:
+        await provider.destroy(key)
+
+
+async def test_find_connects_with_the_configured_timeout(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    key = uuid.uuid4().hex
+    await provider_for(emulator, namespace, timeout=60).create(key)
+    held = sandbox_of(emulator, namespace, key)
+    emulator.set_timeout(held.sandbox_id, 5)
+    try:
+        found = await provider_for(emulator, namespace, timeout=900).find(key)
+        assert found is not None
+        remaining = sandbox_of(emulator, namespace, key).end_at - datetime.now(UTC)
+        assert remaining > timedelta(seconds=800)
+    finally:
+        await provider_for(emulator, namespace).destroy(key)
+
+
+async def test_list_instances_sees_its_own_namespace_only(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    mine = provider_for(emulator, namespace)
+    other = provider_for(emulator, namespace + "-other")
+    await mine.create("shared-key")
+    await other.create("shared-key")
+    try:
+        listed = await mine.list_instances()
+        assert [(i.key, i.provider) for i in listed] == [("shared-key", "e2b")]
+        assert listed[0].instance_id == sandbox_of(emulator, namespace, "shared-key").sandbox_id
+        assert listed[0].details["state"] == "running"
+    finally:
+        await mine.destroy("shared-key")
+        await other.destroy("shared-key")
+    assert await mine.find("shared-key") is None
+
+
+async def test_a_sandbox_that_expires_during_a_command_is_re_created_and_the_command_rerun(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    sessions = create_sandbox_session_manager(
+        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed\n")]
+    )
+    sandbox = create_sandbox(sessions.handle(key))
+    await sandbox.write_file("first-life.txt", "only in the first sandbox")
+    started = anyio.Event()
+
+    def expire_once(text: str) -> None:
+        if not started.is_set():
+            started.set()
+            emulator.expire(sandbox_of(emulator, namespace, key).sandbox_id)
+
+    try:
+        result = await sandbox.run_command(
+            "cat seed.txt; if [ -f first-life.txt ]; then sleep 30; fi",
+            on_stdout=expire_once,
+        )
+        assert result.environment_reset
+        assert result.stdout == "seed\n"
+        assert result.duration < 10
+        assert sandbox.environment_resets == 1
+    finally:
+        await provider.destroy(key)

@@ -1,0 +1,107 @@
+"""Timeouts kill in the sandbox: nothing a timed-out command started is left on the emulator's
+host, whether the provider or the SDK (envd's deadline, envd's kill) ends it.
+
+asyncio only: the e2b SDK is asyncio-only.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from e2b import AsyncSandbox, TimeoutException
+
+from pai.sandbox import create_sandbox, create_sandbox_session_manager
+from pai.sandbox_e2b import E2BSandboxProvider
+from pai.sandbox_e2b.testing import E2BEmulator
+
+pytestmark = pytest.mark.anyio
+
+
+def host_processes(fragment: str) -> list[str]:
+    """Command lines of this host's live processes that contain ``fragment``."""
+    found: list[str] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if fragment in line:
+            found.append(f"{entry.name}: {line}")
+    return found
+
+
+def unique_sleep() -> str:
+    """A sleep duration no other process on this host uses: its processes can be told apart."""
+    return f"9{secrets.randbelow(10**8):08d}"
+
+
+@pytest.fixture
+async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
+    """A sandbox made with the SDK alone."""
+    sandbox = await AsyncSandbox.create(
+        timeout=120, api_key=emulator.api_key, api_url=emulator.url, sandbox_url=emulator.url
+    )
+    try:
+        yield sandbox
+    finally:
+        await sandbox.kill()
+
+
+async def test_a_timed_out_command_leaves_no_process_behind(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = E2BSandboxProvider(
+        api_key=emulator.api_key,
+        api_url=emulator.url,
+        sandbox_url=emulator.url,
+        namespace=namespace,
+    )
+    key = uuid.uuid4().hex
+    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    n = unique_sleep()
+    try:
+        await sandbox.run_command("true")
+        result = await sandbox.run_command(
+            f"setsid sleep {n}1 & env -i sleep {n}2 & (sleep {n}3 &); "
+            f"sh -c 'sleep {n}4 &'; nohup sleep {n}5 >/dev/null 2>&1 & sleep {n}6",
+            timeout=0.5,
+        )
+        assert (result.timed_out, result.exit_code) == (True, 124)
+        assert result.duration < 1.5
+        assert host_processes(f"sleep {n}") == []
+    finally:
+        await provider.destroy(key)
+
+
+async def test_envd_ends_a_command_at_its_deadline_without_the_client(
+    raw: AsyncSandbox,
+) -> None:
+    n = unique_sleep()
+    started = time.monotonic()
+    with pytest.raises(TimeoutException):
+        await raw.commands.run(f"sleep {n} & sleep {n}", timeout=0.5)
+    assert time.monotonic() - started < 2
+    assert host_processes(f"sleep {n}") == []
+
+
+async def test_the_sdks_kill_ends_everything_the_command_started(raw: AsyncSandbox) -> None:
+    n = unique_sleep()
+    handle = await raw.commands.run(f"(sleep {n} &); sleep {n}", background=True)
+    assert await handle.kill()
+    with pytest.raises(Exception):  # noqa: B017,PT011 - the SDK's error for a killed command
+        await handle.wait()
+    assert host_processes(f"sleep {n}") == []
+
+
+async def test_stdin_is_fed_through_envd(raw: AsyncSandbox) -> None:
+    handle = await raw.commands.run("wc -c", background=True, stdin=True)
+    await handle.send_stdin(b"12345")
+    await handle.close_stdin()
+    assert (await handle.wait()).stdout.strip() == "5"

@@ -1,0 +1,75 @@
+"""Agent Skills for PAI agents.
+
+Folders of ``SKILL.md`` (the Agent Skills format) become a typed Python module with
+``pai generate skills``; :func:`define_skills` turns its entries into a catalog for the agent's
+instructions and the skill tool that serves them, copying sandbox skills into the agent's sandbox
+when they are loaded.
+
+Example::
+
+    from pai.skills import define_skills
+    from myapp.skills_generated import skills as generated
+
+    skills = define_skills(skills=generated)
+    agent = define_agent(
+        name="clerk", model=model, instructions=skills.instructions, tools={**skills.tools}
+    )
+"""
+
+from pai.skills._define import DEFAULT_SANDBOX_DIR as DEFAULT_SANDBOX_DIR
+from pai.skills._define import TOOL_ID as TOOL_ID
+from pai.skills._define import AvailableFn as AvailableFn
+from pai.skills._define import HasRuntimeContext as HasRuntimeContext
+from pai.skills._define import SandboxFn as SandboxFn
+from pai.skills._define import SandboxInput as SandboxInput
+from pai.skills._define import SkillAvailableInput as SkillAvailableInput
+from pai.skills._define import Skills as Skills
+from pai.skills._define import define_skills as define_skills
+from pai.skills._entry import MARKER as MARKER
+from pai.skills._entry import BinaryData as BinaryData
+from pai.skills._entry import FileData as FileData
+from pai.skills._entry import SkillEntry as SkillEntry
+from pai.skills._entry import SkillFile as SkillFile
+from pai.skills._entry import TextData as TextData
+from pai.skills._errors import DuplicateSkillError as DuplicateSkillError
+from pai.skills._errors import SkillDefinitionError as SkillDefinitionError
+from pai.skills._errors import SkillProblem as SkillProblem
+from pai.skills._errors import SkillSourceError as SkillSourceError
+from pai.skills._generate import GeneratedModule as GeneratedModule
+from pai.skills._generate import generate_module as generate_module
+from pai.skills._output import SkillToolInput as SkillToolInput
+from pai.skills._output import SkillToolNotFound as SkillToolNotFound
+from pai.skills._output import SkillToolOk as SkillToolOk
+from pai.skills._output import SkillToolOutput as SkillToolOutput
+from pai.skills._output import SkillToolResult as SkillToolResult
+from pai.skills._output import SkillToolUnavailable as SkillToolUnavailable
+
+__all__ = [
+    "DEFAULT_SANDBOX_DIR",
+    "MARKER",
+    "TOOL_ID",
+    "AvailableFn",
+    "BinaryData",
+    "DuplicateSkillError",
+    "FileData",
+    "GeneratedModule",
+    "HasRuntimeContext",
+    "SandboxFn",
+    "SandboxInput",
+    "SkillAvailableInput",
+    "SkillDefinitionError",
+    "SkillEntry",
+    "SkillFile",
+    "SkillProblem",
+    "SkillSourceError",
+    "SkillToolInput",
+    "SkillToolNotFound",
+    "SkillToolOk",
+    "SkillToolOutput",
+    "SkillToolResult",
+    "SkillToolUnavailable",
+    "Skills",
+    "TextData",
+    "define_skills",
+    "generate_module",
+]

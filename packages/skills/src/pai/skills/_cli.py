@@ -1,0 +1,86 @@
+"""``pai generate skills SRC_DIR [-o MODULE.py] [--check]``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from pai.core.cli import fail, note
+from pai.skills._errors import SkillSourceError
+from pai.skills._generate import generate_module, staleness
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+@click.command("skills")
+@click.argument(
+    "src_dir", type=click.Path(file_okay=False, dir_okay=True, exists=True, path_type=Path)
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The Python module to write (printed to stdout when omitted).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit non-zero, naming the skills that changed, when the module is stale.",
+)
+def generate_skills_command(src_dir: Path, output: Path | None, check: bool) -> None:
+    """Turn SRC_DIR's skill folders (each <name>/SKILL.md) into a typed Python module.
+
+    Validates every skill (frontmatter: name equal to the folder, description, license,
+    compatibility, metadata, allowed-tools) and reports every problem of every skill at once, with
+    its file and line; nothing is written when any skill is invalid. The module exports
+    `skills` (a tuple of SkillEntry) and `SkillName` (a Literal of every name). The same
+    folder always gives the same bytes.
+    """
+    started = time.perf_counter()
+    try:
+        module = generate_module(src_dir)
+    except SkillSourceError as error:
+        fail(str(error))
+    count = len(module.names)
+    plural = "s" if count != 1 else ""
+    if check:
+        if output is None:
+            fail("--check compares against a module: give it with -o MODULE.py")
+        try:
+            existing = output.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            fail(
+                f"{output} does not exist; run `pai generate skills {src_dir} -o {output}` to "
+                "write it"
+            )
+        stale = staleness(module, existing)
+        if stale is not None:
+            fail(
+                f"{output} is stale ({stale.describe()}); run `pai generate skills {src_dir} "
+                f"-o {output}` and commit the result"
+            )
+        note(f"{output} is up to date ({count} skill{plural}, {_size(module.size)})")
+        return
+    if output is None:
+        click.echo(module.text, nl=False)
+        note(f"{count} skill{plural}; the module is {_size(module.size)}")
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    # Write next to the target and rename, so a reader never sees half a module.
+    partial = output.with_name(f".{output.name}.partial")
+    partial.write_bytes(module.text.encode())
+    partial.replace(output)
+    took = time.perf_counter() - started
+    note(
+        f"wrote {output}: {count} skill{plural} ({', '.join(module.names)}), "
+        f"{_size(module.size)}, in {took:.2f} s"
+    )

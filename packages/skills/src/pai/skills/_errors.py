@@ -1,0 +1,52 @@
+"""Errors of pai-skills, under pai-core's ``PaiError``.
+
+    PaiError
+    └── UserError
+        ├── DefinitionError
+        │   └── SkillDefinitionError       (ValueError: define_skills() given something it cannot use)
+        │       └── DuplicateSkillError          (two entries share one name)
+        └── SkillSourceError               (ValueError: skill folders fail validation; .problems)
+
+Every message says what was wrong, with the offending value, and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pai.core import DefinitionError, UserError
+
+
+class SkillDefinitionError(DefinitionError):
+    """``define_skills()`` was given an option or an entry it cannot use."""
+
+
+class DuplicateSkillError(SkillDefinitionError):
+    """Two skill entries share one name (when merging generated modules, rename one folder)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkillProblem:
+    """One problem found in a skills folder: the file, the line (1-based, when there is one)."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+class SkillSourceError(UserError, ValueError):
+    """A skills folder failed validation; ``problems`` lists every problem of every skill."""
+
+    def __init__(self, problems: Sequence[SkillProblem]) -> None:
+        self.problems: tuple[SkillProblem, ...] = tuple(problems)
+        count = len(self.problems)
+        lines = "\n".join(f"  {problem}" for problem in self.problems)
+        super().__init__(
+            f"{count} problem{'s' if count != 1 else ''} in the skills folder; fix "
+            f"{'them' if count != 1 else 'it'} and run again (nothing was written):\n{lines}"
+        )
