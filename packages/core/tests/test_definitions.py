@@ -633,3 +633,76 @@ def test_all_exports_exactly_the_public_names_sorted(module: types.ModuleType) -
     assert exported == sorted(exported)
     assert len(exported) == len(set(exported))
     assert set(exported) == public
+
+
+class _Report(BaseModel):
+    title: str
+    pages: int
+
+
+def _render(report: _Report) -> str:
+    return f"# {report.title} ({report.pages} pages)"
+
+
+async def _make_report(ctx: ToolContext[RunInput, Any]) -> _Report:
+    return _Report(title=ctx.input.command, pages=3)
+
+
+def test_a_tool_to_model_text_must_be_callable() -> None:
+    with pytest.raises(DefinitionError, match="to_model_text must be a function"):
+        define_tool(
+            id="report",
+            description="d",
+            input_schema=RunInput,
+            execute=_make_report,
+            to_model_text="# report",  # type: ignore[arg-type]
+        )
+
+
+@pytest.mark.anyio
+async def test_to_model_text_gives_the_text_the_model_reads_and_the_output_is_saved_as_json() -> (
+    None
+):
+    report = define_tool(
+        id="report",
+        description="d",
+        input_schema=RunInput,
+        execute=_make_report,
+        to_model_text=_render,
+    )
+
+    ran = await pai.core.testing.run_tool(report, input={"command": "Q3"})
+
+    assert ran.result.content == "# Q3 (3 pages)"
+    assert ran.result.output == {"title": "Q3", "pages": 3}
+    assert ran.expect_output() == _Report(title="Q3", pages=3)
+
+
+@pytest.mark.anyio
+async def test_without_to_model_text_the_model_reads_the_outputs_json() -> None:
+    report = define_tool(id="report", description="d", input_schema=RunInput, execute=_make_report)
+
+    ran = await pai.core.testing.run_tool(report, input={"command": "Q3"})
+
+    assert ran.result.content == '{"title":"Q3","pages":3}'
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "to_model_text",
+    [lambda _: 42, lambda _: 1 / 0],
+    ids=["returns-an-int", "raises"],
+)
+async def test_a_failing_to_model_text_is_a_failed_tool_call(to_model_text: Any) -> None:
+    report = define_tool(
+        id="report",
+        description="d",
+        input_schema=RunInput,
+        execute=_make_report,
+        to_model_text=to_model_text,
+    )
+
+    ran = await pai.core.testing.run_tool(report, input={"command": "Q3"})
+
+    assert ran.is_error
+    assert "tool 'report' failed" in ran.result.content

@@ -16,7 +16,6 @@ from pai.skills import (
     SkillEntry,
     SkillToolNotFound,
     SkillToolOk,
-    SkillToolResult,
     SkillToolUnavailable,
     define_skills,
 )
@@ -148,7 +147,16 @@ async def test_loading_a_skill_gives_its_body_without_frontmatter_in_skill_conte
         "</skill_content>"
     )
     assert "---" not in saved.content
-    assert saved.output == saved.content
+    assert saved.output == {
+        "status": "ok",
+        "name": "matter-intake",
+        "path": "SKILL.md",
+        "text": next(e for e in generated if e.name == "matter-intake").body,
+        "files": ["references/checklist.md"],
+        "binary": None,
+        "sandbox_path": None,
+        "environment_reset": None,
+    }
 
 
 async def test_a_body_keeps_its_horizontal_rules() -> None:
@@ -249,18 +257,16 @@ async def test_the_tool_output_is_the_structured_skill_tool_output() -> None:
     missing = await run_tool(skills.tool, input={"name": "pdf-forms"})
     unavailable = await run_tool(skills.tool, input={"name": "csv-report"})
 
-    output = ok.expect_output()
-    assert isinstance(output, SkillToolResult)
-    assert output.output == SkillToolOk(
+    assert ok.expect_output() == SkillToolOk(
         name="release-notes",
         path="SKILL.md",
         text=PLAIN[1].body,
         files=("style.md",),
     )
-    assert missing.expect_output().output == SkillToolNotFound(
+    assert missing.expect_output() == SkillToolNotFound(
         name="pdf-forms", available=("matter-intake", "release-notes")
     )
-    assert unavailable.expect_output().output == SkillToolUnavailable(name="csv-report")
+    assert unavailable.expect_output() == SkillToolUnavailable(name="csv-report")
 
 
 async def test_a_binary_file_has_binary_true_and_empty_text() -> None:
@@ -275,7 +281,8 @@ async def test_a_binary_file_has_binary_true_and_empty_text() -> None:
     )
 
     [saved] = tool_results(result.messages)
-    assert saved.output == saved.content
+    assert saved.output is not None
+    assert saved.output["binary"] is True
     assert saved.content == (
         '<skill_file name="brand" path="logo.png" binary="true">\n'
         "This is a binary file; use it from the sandbox, not as text.\n"
@@ -286,7 +293,7 @@ async def test_a_binary_file_has_binary_true_and_empty_text() -> None:
     direct = (
         await run_tool(skills.tool, input={"name": "brand", "path": "logo.png"})
     ).expect_output()
-    assert direct.output == SkillToolOk(name="brand", path="logo.png", text="", binary=True)
+    assert direct == SkillToolOk(name="brand", path="logo.png", text="", binary=True)
 
 
 async def test_results_are_saved_in_the_thread_and_replay_reads_the_saved_text() -> None:

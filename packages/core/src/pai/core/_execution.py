@@ -30,6 +30,18 @@ def tool_output_text(output: object) -> str:
     return pydantic_core.to_json(output).decode()
 
 
+def model_text(tool: Tool[Any, Any], output: object) -> str:
+    """The text the model reads for ``output`` of ``tool``: its ``to_model_text``, or the default."""
+    if tool.to_model_text is None:
+        return tool_output_text(output)
+    text = tool.to_model_text(output)
+    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"to_model_text of tool {tool.id!r} returned {type(text).__name__}, not str"
+        )
+    return text
+
+
 def validation_summary(error: ValidationError) -> str:
     """One line per failing field: ``path: problem``."""
     return "; ".join(
@@ -44,7 +56,7 @@ async def execute_tool(
     assert tool.execute is not None
     try:
         output = await resolve(tool.execute(ctx))
-        content = tool_output_text(output)
+        content = model_text(tool, output)
         jsonable: JsonValue = pydantic_core.to_jsonable_python(output)
     except Exception as error:
         failed = ToolResultMessage(

@@ -120,6 +120,7 @@ class Tool(Generic[InputT, OutputT]):
     input_schema: type[InputT]
     capabilities: Mapping[str, Capability[object]]
     execute: Callable[[ToolContext[InputT, Any]], Awaitable[OutputT] | OutputT] | None
+    to_model_text: Callable[[OutputT], str] | None = None
 
 
 @final
@@ -182,6 +183,7 @@ def define_tool(
     input_schema: type[InputT],
     execute: Callable[[ToolContext[InputT, Any]], Awaitable[OutputT]],
     capabilities: Mapping[str, Capability[object]] | None = None,
+    to_model_text: Callable[[OutputT], str] | None = None,
 ) -> Tool[InputT, OutputT]: ...
 @overload
 def define_tool(
@@ -191,6 +193,7 @@ def define_tool(
     input_schema: type[InputT],
     execute: Callable[[ToolContext[InputT, Any]], OutputT],
     capabilities: Mapping[str, Capability[object]] | None = None,
+    to_model_text: Callable[[OutputT], str] | None = None,
 ) -> Tool[InputT, OutputT]: ...
 @overload
 def define_tool(
@@ -208,12 +211,20 @@ def define_tool(
     input_schema: type[InputT],
     execute: Callable[[ToolContext[InputT, Any]], Any] | None = None,
     capabilities: Mapping[str, Capability[object]] | None = None,
+    to_model_text: Callable[[Any], str] | None = None,
 ) -> Tool[InputT, Any]:
     """Define a tool the model can call.
 
     ``capabilities`` maps local names to tokens; the facades arrive at ``ctx.capabilities.<name>``
     and ``ctx.capabilities[token]``. A tool without ``execute`` is answered outside the runtime
     (external output) and so cannot declare capabilities.
+
+    What ``execute`` returns is saved in the thread twice: as JSON (the tool result's ``output``)
+    and as the text the model reads (its ``content``). That text is the value itself for a
+    ``str``, its JSON otherwise, or what ``to_model_text(output)`` returns: give it when the
+    model should read something other than the structured result (a rendered document, say).
+    Replays read the saved text; ``to_model_text`` raising or returning a non-``str`` is a
+    failure of the tool call.
 
     Example::
 
@@ -240,12 +251,18 @@ def define_tool(
         )
     if execute is not None and not callable(execute):
         raise DefinitionError(f"{owner}: execute must be callable, got {execute!r}")
+    if to_model_text is not None and not callable(to_model_text):
+        raise DefinitionError(
+            f"{owner}: to_model_text must be a function of the tool's output returning the text "
+            f"the model reads, got {to_model_text!r}"
+        )
     return Tool(
         id=id,
         description=description,
         input_schema=input_schema,
         capabilities=declared,
         execute=execute,
+        to_model_text=to_model_text,
     )
 
 

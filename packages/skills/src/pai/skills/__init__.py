@@ -41,7 +41,6 @@ from pai.skills._output import SkillToolInput as SkillToolInput
 from pai.skills._output import SkillToolNotFound as SkillToolNotFound
 from pai.skills._output import SkillToolOk as SkillToolOk
 from pai.skills._output import SkillToolOutput as SkillToolOutput
-from pai.skills._output import SkillToolResult as SkillToolResult
 from pai.skills._output import SkillToolUnavailable as SkillToolUnavailable
 
 __all__ = [
@@ -66,7 +65,6 @@ __all__ = [
     "SkillToolNotFound",
     "SkillToolOk",
     "SkillToolOutput",
-    "SkillToolResult",
     "SkillToolUnavailable",
     "Skills",
     "TextData",

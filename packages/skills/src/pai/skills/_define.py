@@ -38,8 +38,8 @@ from pai.skills._output import (
     SkillToolInput,
     SkillToolNotFound,
     SkillToolOk,
-    SkillToolResult,
     SkillToolUnavailable,
+    output_text,
 )
 
 ContextT = TypeVar("ContextT", default=Any)
@@ -305,7 +305,7 @@ class Skills(Generic[NameT, ContextT]):
     """Whether any entry needs a sandbox."""
     sandbox_dir: str
     """Where sandbox skills are copied: ``<sandbox_dir>/<name>/``."""
-    tool: Tool[SkillToolInput, SkillToolResult]
+    tool: Tool[SkillToolInput, SkillToolOk | SkillToolNotFound | SkillToolUnavailable]
     """The skill tool (id ``pai.skills.skill``)."""
     tools: Mapping[str, ToolEntry[Any]]
     """``{"skill": ToolEntry(tool=..., enabled=...)}``: spread it into the agent's tools."""
@@ -359,6 +359,7 @@ class Skills(Generic[NameT, ContextT]):
             input_schema=SkillToolInput,
             execute=self._execute,
             capabilities={"sandbox": sandbox_token} if sandbox is not None else None,
+            to_model_text=output_text,
         )
         self.tools = {TOOL_NAME: ToolEntry(tool=self.tool, enabled=self._enabled)}
 
@@ -400,22 +401,22 @@ class Skills(Generic[NameT, ContextT]):
 
     # -- the tool -------------------------------------------------------------------------------
 
-    async def _execute(self, ctx: ToolContext[SkillToolInput, Any]) -> SkillToolResult:
+    async def _execute(
+        self, ctx: ToolContext[SkillToolInput, Any]
+    ) -> SkillToolOk | SkillToolNotFound | SkillToolUnavailable:
         name = ctx.input.name
         request = _Request(self, cast("ContextT", ctx.runtime_context))
         entry = self._by_name.get(name)
         if entry is None or not await request.available(entry):
             offered = tuple(e.name for e in await request.offered())
-            return SkillToolResult(SkillToolNotFound(name=name, available=offered))
+            return SkillToolNotFound(name=name, available=offered)
         if entry.requires_sandbox and not await request.has_sandbox():
-            return SkillToolResult(SkillToolUnavailable(name=name))
+            return SkillToolUnavailable(name=name)
         path = _clean_path(ctx.input.path)
         files = self._files[name]
         file = files.get(path)
         if path != SKILL_FILE and file is None:
-            return SkillToolResult(
-                SkillToolNotFound(name=name, path=path, available=(SKILL_FILE, *files))
-            )
+            return SkillToolNotFound(name=name, path=path, available=(SKILL_FILE, *files))
         sandbox_path: str | None = None
         reset = False
         copy = self._copies.get(name)
@@ -423,26 +424,22 @@ class Skills(Generic[NameT, ContextT]):
             reset = await self._ensure_copy(ctx.capabilities[sandbox_token], copy)
             sandbox_path = copy.folder
         if file is None:
-            return SkillToolResult(
-                SkillToolOk(
-                    name=name,
-                    path=SKILL_FILE,
-                    text=entry.body,
-                    files=tuple(files),
-                    sandbox_path=sandbox_path,
-                    environment_reset=True if reset else None,
-                )
-            )
-        data = file["data"]
-        return SkillToolResult(
-            SkillToolOk(
+            return SkillToolOk(
                 name=name,
-                path=path,
-                text=data["text"] if data["type"] == "text" else "",
-                binary=True if is_binary(file) else None,
+                path=SKILL_FILE,
+                text=entry.body,
+                files=tuple(files),
                 sandbox_path=sandbox_path,
                 environment_reset=True if reset else None,
             )
+        data = file["data"]
+        return SkillToolOk(
+            name=name,
+            path=path,
+            text=data["text"] if data["type"] == "text" else "",
+            binary=True if is_binary(file) else None,
+            sandbox_path=sandbox_path,
+            environment_reset=True if reset else None,
         )
 
     @staticmethod

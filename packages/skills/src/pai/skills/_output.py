@@ -137,20 +137,3 @@ def output_text(output: SkillToolOk | SkillToolNotFound | SkillToolUnavailable) 
         parts.extend(notes)
     parts.append("</skill_file>")
     return "\n".join(parts)
-
-
-class SkillToolResult(str):
-    """The skill tool's return value: the text the model reads, with the structured
-    :data:`SkillToolOutput` at ``.output``.
-
-    The runtime saves the text as the tool result in the thread, and replay reads it from there.
-    """
-
-    output: SkillToolOk | SkillToolNotFound | SkillToolUnavailable
-
-    def __new__(
-        cls, output: SkillToolOk | SkillToolNotFound | SkillToolUnavailable
-    ) -> SkillToolResult:
-        result = super().__new__(cls, output_text(output))
-        result.output = output
-        return result
