@@ -504,6 +504,16 @@ async def test_a_hundred_concurrent_appends_leave_a_hundred_lines(
     assert sorted(log.split(), key=int) == [str(i).encode() for i in range(100)]
 
 
+async def test_appending_to_a_file_never_changes_its_copies(
+    instance: InMemorySandboxInstance,
+) -> None:
+    script = (
+        "echo a >> f; echo b >> f; cp f copy; ln f hard; chmod 600 f; echo c >> f; "
+        "echo d >> copy; cat copy hard f"
+    )
+    assert (await run(instance, script)).stdout == b"a\nb\nd\na\nb\na\nb\nc\n"
+
+
 @pytest.mark.parametrize(
     ("command", "expected"),
     [

@@ -127,7 +127,7 @@ async def read_file(fs: HostFs, path: str, max_bytes: int) -> bytes:
         size = fs.size_of(path)
         if size is not None and size > max_bytes:
             raise SandboxFileTooLargeError(path, size=size, limit=max_bytes)
-        return await fs.read_file_bytes(path)
+        return bytes(await fs.read_file_bytes(path))
 
     return await _guard(path, read)
 

@@ -13,6 +13,7 @@ end synchronously, so the caller can hold the instance's lock around it on any e
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
@@ -49,6 +50,10 @@ class _Entries(dict[str, FsEntry]):
             self[path] = entry
 
     def __setitem__(self, path: str, entry: FsEntry) -> None:
+        if isinstance(entry, FileEntry) and isinstance(entry.content, bytearray):
+            # A new entry sharing a growable buffer (cp, link, chmod of an appended file): give
+            # it its own bytes, so appending to one never changes the other.
+            entry.content = bytes(entry.content)
         old = self.get(path)
         delta = _cost(path, entry) - (0 if old is None else _cost(path, old))
         if delta > 0 and self.used + delta > self.budget:
@@ -68,13 +73,41 @@ class _Entries(dict[str, FsEntry]):
             return entry
         return super().pop(path, *default)
 
+    def grow(self, path: str, entry: FileEntry, data: bytes) -> None:
+        """Append ``data`` to ``entry`` in place (amortized: no copy of what is there)."""
+        if self.used + len(data) > self.budget:
+            raise SandboxMemoryBudgetError(path, needed=self.used + len(data), budget=self.budget)
+        if not isinstance(entry.content, bytearray):
+            entry.content = bytearray(entry.content)  # pyright: ignore[reportAttributeAccessIssue]
+        entry.content += data
+        entry.mtime = time.time()
+        self.used += len(data)
+
 
 class HostFs(InMemoryFs):
-    """just-bash's in-memory filesystem with a memory budget (bytes of paths and contents)."""
+    """just-bash's in-memory filesystem with a memory budget (bytes of paths and contents).
+
+    Appends grow a file in place (just-bash's copy the whole file each time, which a loop of
+    ``echo x >> log`` turns into quadratic work in the host).
+    """
 
     def __init__(self, budget: int) -> None:
         super().__init__()
         self._data = _Entries(budget, self._data.items())
+
+    async def append_file(self, path: str, content: str | bytes, encoding: str = "utf-8") -> None:
+        entry = self._data.get(self._normalize_path(path))
+        entries = self._data
+        if isinstance(entry, FileEntry) and isinstance(entries, _Entries):
+            data = content.encode(encoding) if isinstance(content, str) else bytes(content)
+            entries.grow(self._normalize_path(path), entry, data)
+            return
+        await super().append_file(path, content, encoding)
+
+    @property
+    def entry_count(self) -> int:
+        """How many paths (files, folders, links) the filesystem holds."""
+        return len(self._data)
 
     @property
     def used(self) -> int:
@@ -150,7 +183,7 @@ _Handler = Callable[[HostFs, list[object], bytes], tuple[object, bytes]]
 
 
 def _read(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
-    return None, drive(fs.read_file_bytes(_str(args, 0)))
+    return None, bytes(drive(fs.read_file_bytes(_str(args, 0))))
 
 
 def _write(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:

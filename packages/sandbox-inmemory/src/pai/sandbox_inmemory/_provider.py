@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio
+import anyio.to_thread
 from just_bash import ExecutionLimits
 
 from pai.sandbox import (
@@ -130,6 +131,26 @@ def _died_message(budget: int) -> bytes:
         f"out of memory: the memory budget is {budget} bytes, option memory_budget); files "
         "written before are kept\n"
     ).encode()
+
+
+_HEAVY_BYTES = 256 * 1024
+_HEAVY_ENTRIES = 2_000
+_SCANS = frozenset({"readdir", "dirents", "rm", "cp", "mv", "paths"})
+
+
+def _heavy(fs: HostFs, method: str, arguments: list[object], payload: bytes) -> bool:
+    """Whether serving a request may take long enough to be felt by the host's event loop."""
+    if len(payload) > _HEAVY_BYTES:
+        return True
+    if method in _SCANS and fs.entry_count > _HEAVY_ENTRIES:
+        return True
+    if method in ("read", "cp", "mv", "link") and arguments and isinstance(arguments[0], str):
+        try:
+            size = fs.size_of(arguments[0])
+        except OSError:
+            return False
+        return size is not None and size > _HEAVY_BYTES
+    return False
 
 
 class InMemorySandboxInstance:
@@ -284,18 +305,19 @@ class InMemorySandboxInstance:
                 arguments = message[2]
                 if not isinstance(arguments, list):
                     raise ProtocolError("a file request without an argument list")
-                with state.lock:
-                    state.check()
-                    if payload is None:  # a write larger than the whole budget
-                        path = str(arguments[0]) if arguments else "?"  # pyright: ignore[reportUnknownArgumentType]
-                        reply, data = ["err", "ENOSPC", budget_message(path, None, budget)], b""
-                    else:
-                        reply, data = serve_frame(
-                            state.fs,
-                            message[1],
-                            arguments,  # pyright: ignore[reportUnknownArgumentType]
-                            payload,
-                        )
+                method: str = message[1]
+                request_args: list[object] = arguments  # pyright: ignore[reportUnknownVariableType]
+                if payload is None:  # a write larger than the whole budget
+                    path = str(request_args[0]) if request_args else "?"
+                    reply, data = ["err", "ENOSPC", budget_message(path, None, budget)], b""
+                elif _heavy(state.fs, method, request_args, payload):
+                    # Work proportional to the files' size (a big copy, a scan of many
+                    # entries) runs in a thread, so the host's event loop never waits on it.
+                    reply, data = await anyio.to_thread.run_sync(
+                        self._serve, method, request_args, payload
+                    )
+                else:
+                    reply, data = self._serve(method, request_args, payload)
                 await worker.send(encode_frame(reply, data))
             elif kind == "done" and len(message) == 2 and isinstance(message[1], dict):
                 if payload is None:
@@ -314,6 +336,14 @@ class InMemorySandboxInstance:
                 )
             else:
                 raise ProtocolError(f"unexpected worker message {kind!r}")
+
+    def _serve(
+        self, method: str, arguments: list[object], payload: bytes
+    ) -> tuple[list[object], bytes]:
+        state = self._state
+        with state.lock:
+            state.check()
+            return serve_frame(state.fs, method, arguments, payload)
 
     async def read_file(self, path: str, *, max_bytes: int) -> bytes:
         """The file's bytes; a file over ``max_bytes`` raises
