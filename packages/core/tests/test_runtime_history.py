@@ -8,6 +8,7 @@ import pytest
 from helpers import Who, build_agent, build_runtime
 
 from pai.core import InMemoryStorage, Message, ModelRequest, ThreadRecord, UserMessage
+from pai.core._lifecycle import HistorySnapshot
 from pai.core.testing import FunctionModel, text
 
 pytestmark = pytest.mark.anyio
@@ -146,3 +147,35 @@ async def test_cached_messages_share_their_fields_set_and_still_serialize_and_co
     changed = first_user.model_copy(update={"content": "changed"})
     assert changed.__pydantic_fields_set__ is not first_user.__pydantic_fields_set__
     assert second_user.model_dump(exclude_unset=True) == {"role": "user", "content": "two"}
+
+
+async def test_a_request_a_model_kept_never_changes_as_the_thread_grows() -> None:
+    model = echo_model()
+    runtime = build_runtime(build_agent(model=model))
+    thread = await runtime.admin(identity=ANN).create_thread()
+
+    await thread.send("one")
+    first = model.requests[0].messages
+    for word in ("two", "three"):
+        await thread.send(word)
+
+    assert first == [UserMessage(content="one")]
+    assert len(model.requests[2].messages) == 5
+
+
+def test_a_history_snapshot_reads_as_a_sequence_of_its_messages_only() -> None:
+    cached: list[Message] = [UserMessage(content="a"), UserMessage(content="b")]
+    snapshot = HistorySnapshot(cached, 2).extended([UserMessage(content="c")])
+    cached.append(UserMessage(content="later"))  # the cache grows; the snapshot does not
+
+    contents = ["a", "b", "c"]
+    assert [m.content for m in snapshot if isinstance(m, UserMessage)] == contents
+    assert len(snapshot) == 3
+    assert snapshot == [UserMessage(content=c) for c in contents]
+    assert [UserMessage(content=c) for c in contents] == snapshot
+    assert snapshot != [UserMessage(content=c) for c in ("a", "b")]
+    assert snapshot[-1] == UserMessage(content="c")
+    assert snapshot[1:] == [UserMessage(content="b"), UserMessage(content="c")]
+    assert list(reversed(snapshot)) == [UserMessage(content=c) for c in reversed(contents)]
+    with pytest.raises(IndexError):
+        snapshot[3]

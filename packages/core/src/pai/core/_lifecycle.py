@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextvars
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, TypeAlias, TypeVar
+from itertools import islice
+from typing import Literal, TypeAlias, TypeVar, cast, overload
 
 import anyio
 from pydantic import BaseModel
@@ -189,6 +190,69 @@ class RootCache:
         return root
 
 
+class HistorySnapshot(Sequence[Message]):
+    """The messages a model step reads, without copying the thread's history.
+
+    The first ``len(base)`` messages are a prefix of an append-only list (a cached history), then
+    ``tail`` holds the run's own; both lengths are fixed when the snapshot is made, so later
+    appends never show through. Compares equal to any sequence of the same messages (a list, say).
+    """
+
+    __slots__ = ("_base", "_base_length", "_length", "_tail")
+
+    def __init__(self, base: list[Message], base_length: int, tail: Sequence[Message] = ()) -> None:
+        self._base = base
+        self._base_length = base_length
+        self._tail = tuple(tail)
+        self._length = base_length + len(self._tail)
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("message index out of range")
+        if index < self._base_length:
+            return self._base[index]
+        return self._tail[index - self._base_length]
+
+    def __iter__(self) -> Iterator[Message]:
+        yield from islice(self._base, self._base_length)
+        yield from self._tail
+
+    def __reversed__(self) -> Iterator[Message]:
+        yield from reversed(self._tail)
+        for index in range(self._base_length - 1, -1, -1):
+            yield self._base[index]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        items = cast("Sequence[object]", other)
+        return len(items) == self._length and all(
+            mine == theirs for mine, theirs in zip(self, items, strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, like a list
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def extended(self, messages: Sequence[Message]) -> HistorySnapshot:
+        """This snapshot followed by ``messages``: what the next step reads."""
+        return HistorySnapshot(self._base, self._base_length, (*self._tail, *messages))
+
+
 @dataclass(eq=False, slots=True)
 class _History:
     incarnation: _Incarnation
@@ -235,8 +299,9 @@ class HistoryCache:
         if shared is not own:
             object.__setattr__(model, "__pydantic_fields_set__", shared)
 
-    async def read(self, storage: Storage, thread: ThreadRecord) -> list[Message]:
-        """Every message of ``thread`` a model reads, in order, as a list the caller may change."""
+    async def read(self, storage: Storage, thread: ThreadRecord) -> HistorySnapshot:
+        """Every message of ``thread`` a model reads, in order (a snapshot: made without copying,
+        and unchanged by later reads)."""
         incarnation = _incarnation(thread)
         entry = self._entries.get(thread.id)
         if entry is None or entry.incarnation != incarnation:
@@ -256,7 +321,7 @@ class HistoryCache:
         self._entries.move_to_end(thread.id)
         while len(self._entries) > self._max_threads:
             self._entries.popitem(last=False)
-        return list(entry.messages)
+        return HistorySnapshot(entry.messages, len(entry.messages))
 
     def forget(self, thread_ids: Sequence[str]) -> None:
         for thread_id in thread_ids:

@@ -52,7 +52,7 @@ from pai.core._execution import (
     tool_specs,
     validation_summary,
 )
-from pai.core._lifecycle import RuntimeErrorEvent
+from pai.core._lifecycle import HistorySnapshot, RuntimeErrorEvent
 from pai.core._messages import (
     AssistantMessage,
     ErrorMessage,
@@ -84,8 +84,9 @@ class Run:
     caller: Caller
     runtime_context: Any
     instructions: str
-    history: list[Message]
-    """The thread's messages as the model reads them, this run's included."""
+    history: HistorySnapshot
+    """The thread's messages as the model reads them, this run's included (each step's request
+    gets this snapshot as it is: nothing is copied, whatever the thread's length)."""
     staged: list[Message]
     """Messages of this run not stored yet (the user message, submitted results): the first
     step stores them with its own."""
@@ -235,8 +236,7 @@ class AgentLoop:
             instructions = await self._app_call(
                 agent, thread, "instructions", instructions, run_input
             )
-        history = await self._threads.history.read(self._storage, thread)
-        history.extend(staged)
+        history = (await self._threads.history.read(self._storage, thread)).extended(staged)
         return Run(agent, thread, caller, run_context, instructions, history, staged, [])
 
     async def offered(self, run: Run, step: int) -> Offered:
@@ -284,7 +284,7 @@ class AgentLoop:
         assert model is not None  # begin() checked
         request = ModelRequest(
             instructions=run.instructions,
-            messages=list(run.history),
+            messages=run.history,
             tools=offered.specs,
             step=step,
         )
@@ -309,8 +309,7 @@ class AgentLoop:
         results = await self._run_tool_calls(run, offered, runnable)
         step_messages: list[Message] = [*run.staged, response, *results]
         await self._storage.append_messages(run.thread.id, step_messages)
-        run.history.append(response)
-        run.history.extend(results)
+        run.history = run.history.extended((response, *results))
         run.written.extend(step_messages)
         run.staged = []
         if external:
