@@ -152,11 +152,24 @@ def make_audit_hook(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
 
 
 def _vm_size() -> int:
-    with open("/proc/self/status", "rb") as status:
-        for line in status:
-            if line.startswith(b"VmSize:"):
-                return int(line.split()[1]) * 1024
+    """The worker's address-space size, or 0 where ``/proc`` does not tell it (not Linux)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return 0
+
+
+def _highest_fd() -> int:
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return max(int(fd) for fd in os.listdir(folder))
+        except (OSError, ValueError):
+            continue
+    return 64
 
 
 def _close_off(budget: int) -> dict[str, int]:
@@ -174,7 +187,7 @@ def _close_off(budget: int) -> dict[str, int]:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if hasattr(resource, "RLIMIT_NPROC"):
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-    highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+    highest = _highest_fd()
     resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 8, highest + 8))
     os.dup2(devnull, 2)  # nothing the worker prints can reach the host's terminal
     roots = tuple(
