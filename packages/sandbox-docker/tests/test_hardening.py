@@ -82,3 +82,9 @@ async def test_output_is_capped_while_streaming_with_callbacks(sandbox: Sandbox)
     assert result.exit_code == 0
     assert not result.truncated
     assert "".join(seen) == result.stdout
+
+
+async def test_the_output_of_short_commands_is_never_lost(sandbox: Sandbox) -> None:
+    # Output that arrives with the exec's response headers must not be dropped.
+    results = [await sandbox.run_command(f"echo {i}") for i in range(60)]
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(60)]

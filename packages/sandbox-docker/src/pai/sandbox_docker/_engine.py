@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import logging
 import re
 import socket
@@ -21,12 +22,14 @@ import struct
 import threading
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 from pai.sandbox.provider import SandboxProviderError, SandboxVanishedError
 
 _log = logging.getLogger("pai.sandbox_docker")
+
+T = TypeVar("T")
 
 #: Go's ``os.FileMode`` bits in the archive stat header.
 MODE_DIR = 1 << 31
@@ -67,6 +70,20 @@ class TooLarge(Exception):
     def __init__(self, size: int) -> None:
         super().__init__(size)
         self.size = size
+
+
+#: Connection pools the SDK keeps (one per URL); see :meth:`Engine._retrying`.
+_NUM_POOLS = 128
+
+
+def _pool_race(error: BaseException) -> bool:
+    """The SDK closed a connection pool another thread was using (a transient failure)."""
+    text = str(error)
+    return (
+        type(error).__name__ == "ClosedPoolError"
+        or (isinstance(error, AttributeError) and "qsize" in text)
+        or "pool is closed" in text.lower()
+    )
 
 
 # Raised by this module on purpose: never translated again.
@@ -151,10 +168,17 @@ class ExecStream:
                 _shutdown(self.sock)
 
 
+def _socket_of(stream: Any) -> Any:
+    """The OS socket under what an exec is read from (a buffered reader, a SocketIO, a socket)."""
+    inner: object = stream
+    if isinstance(stream, io.BufferedReader):
+        inner = cast("object", stream.raw)  # pyright: ignore[reportUnknownMemberType]
+    return getattr(inner, "_sock", inner)
+
+
 def _shutdown(sock: Any) -> None:
-    raw = getattr(sock, "_sock", sock)
-    with contextlib.suppress(OSError):
-        raw.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError, AttributeError):
+        _socket_of(sock).shutdown(socket.SHUT_RDWR)
 
 
 def _docker() -> Any:
@@ -183,12 +207,18 @@ class Engine:
         with self._lock:
             if self._client is None:
                 try:
+                    # The SDK keeps one connection pool per URL (exec ids make many) and closes
+                    # the least recently used beyond num_pools, even while a thread uses it.
                     if self.docker_host:
                         self._client = self._docker.DockerClient(
-                            base_url=self.docker_host, max_pool_size=64
+                            base_url=self.docker_host, max_pool_size=64, num_pools=_NUM_POOLS
                         )
                     else:
-                        self._client = self._docker.from_env(max_pool_size=64)
+                        self._client = self._docker.DockerClient(
+                            max_pool_size=64,
+                            num_pools=_NUM_POOLS,
+                            **self._docker.utils.kwargs_from_env(),
+                        )
                 except Exception as error:  # DockerException, but also URL and socket errors
                     raise SandboxProviderError(
                         f"cannot connect to the Docker engine "
@@ -235,11 +265,22 @@ class Engine:
         except Exception as error:
             raise self._translate(error, container, what) from None
 
+    def _retrying(self, call: Callable[[], T]) -> T:
+        """``call()``, again (twice at most) when it failed on the SDK's pool race; only for
+        calls that change nothing or are harmless to repeat."""
+        for _ in range(2):
+            try:
+                return call()
+            except Exception as error:
+                if not _pool_race(error):
+                    raise
+        return call()
+
     def info(self) -> dict[str, Any]:
         """The engine's ``docker info`` (cached): storage driver, runtimes, ..."""
         if self._info is None:
             with self._calling("info"):
-                self._info = cast("dict[str, Any]", self.api.info())
+                self._info = cast("dict[str, Any]", self._retrying(lambda: self.api.info()))
         return self._info
 
     # -- containers ---------------------------------------------------------------------------
@@ -360,7 +401,9 @@ class Engine:
     def list(self, labels: Sequence[str]) -> list[ContainerSummary]:
         """Every container (running or not) carrying all of ``labels`` (``k=v``)."""
         with self._calling("container list"):
-            raw = self.api.containers(all=True, filters={"label": list(labels)})
+            raw = self._retrying(
+                lambda: self.api.containers(all=True, filters={"label": list(labels)})
+            )
         found: list[ContainerSummary] = []
         for item in cast("list[dict[str, Any]]", raw):
             names = cast("list[str]", item.get("Names") or [""])
@@ -380,7 +423,9 @@ class Engine:
         """The container's attributes, or ``None`` when there is no such container."""
         with self._calling("inspect", container):
             try:
-                return cast("dict[str, Any]", self.api.inspect_container(container))
+                return cast(
+                    "dict[str, Any]", self._retrying(lambda: self.api.inspect_container(container))
+                )
             except self._errors.NotFound:
                 return None
 
@@ -460,20 +505,22 @@ class Engine:
         self, container: str, command: Sequence[str], env: Mapping[str, str] | None = None
     ) -> str:
         with self._calling("exec", container):
-            created = self.api.exec_create(
-                container,
-                list(command),
-                stdout=True,
-                stderr=True,
-                stdin=False,
-                tty=False,
-                environment=dict(env) if env else None,
+            created = self._retrying(
+                lambda: self.api.exec_create(
+                    container,
+                    list(command),
+                    stdout=True,
+                    stderr=True,
+                    stdin=False,
+                    tty=False,
+                    environment=dict(env) if env else None,
+                )
             )
         return str(cast("dict[str, Any]", created)["Id"])
 
     def exec_exit_code(self, container: str, exec_id: str) -> int:
         with self._calling("exec inspect", container):
-            info = cast("dict[str, Any]", self.api.exec_inspect(exec_id))
+            info = cast("dict[str, Any]", self._retrying(lambda: self.api.exec_inspect(exec_id)))
         code = info.get("ExitCode")
         return int(code) if code is not None else -1
 
@@ -486,10 +533,8 @@ class Engine:
     ) -> None:
         """Start the exec and feed its output frames (stream 1/2, bytes) to ``on_frame`` until EOF
         (or until ``holder.abort()`` cuts the socket)."""
-        with self._calling("exec start", container):
-            sock = self.api.exec_start(exec_id, socket=True)
+        sock, read, response = self._exec_start(container, exec_id)
         holder.attach(sock)
-        read: Callable[[Any, int], bytes] = self._docker.utils.socket.read
         try:
             while True:
                 header = _read_exactly(read, sock, 8)
@@ -512,9 +557,69 @@ class Engine:
             try:
                 sock.close()
             finally:
-                raw = getattr(sock, "_sock", None)
-                if raw is not None:
-                    raw.close()
+                raw = _socket_of(sock)
+                if raw is not sock:
+                    with contextlib.suppress(OSError, AttributeError):
+                        raw.close()
+                if response is not None:
+                    with contextlib.suppress(Exception):
+                        response.close()
+
+    def _exec_start(
+        self, container: str, exec_id: str
+    ) -> tuple[Any, Callable[[Any, int], bytes], Any]:
+        """Start an exec attached: the object to read frames from, how to read it, the response.
+
+        The SDK's ``exec_start(socket=True)`` hands back the raw socket under the HTTP response's
+        buffered reader, so output bytes that arrived together with the response headers (a
+        short command's whole output, often) sit in that buffer and are lost. Over unix and TCP
+        sockets the upgrade is made here and the frames are read through the buffered reader.
+        """
+        api = self.api
+        base = str(api.base_url)
+        if base.startswith(("http+docker://ssh", "http+docker://localnpipe")):
+            with self._calling("exec start", container):
+                sock = api.exec_start(exec_id, socket=True)
+            return sock, self._docker.utils.socket.read, None
+        with self._calling("exec start", container):
+            response = api.post(
+                f"{base}/v{api.api_version}/exec/{quote(exec_id)}/start",
+                data=b'{"Detach": false, "Tty": false}',
+                headers={
+                    "Content-Type": "application/json",
+                    "Connection": "Upgrade",
+                    "Upgrade": "tcp",
+                },
+                stream=True,
+                timeout=None,
+            )
+        if response.status_code >= 400:
+            with contextlib.closing(response):
+                self._start_error(response, container)
+        reader = getattr(getattr(response.raw, "_fp", None), "fp", None)
+        if not isinstance(reader, io.BufferedReader):
+            response.close()
+            raise SandboxProviderError(
+                "Docker exec start failed: the engine connection is not a stream this provider "
+                f"can read ({type(reader).__name__}); use a unix:// or tcp:// docker_host"
+            )
+        return cast("Any", reader), _read_buffered, response
+
+    def _start_error(self, response: Any, container: str) -> None:
+        try:
+            message = str(cast("dict[str, Any]", response.json()).get("message") or "")
+        except Exception:
+            message = str(response.reason or "")
+        lowered = message.lower()
+        if response.status_code == 404 and "no such container" in lowered:
+            raise SandboxVanishedError(f"the Docker container {container[:12]} is gone (exec)")
+        if response.status_code == 409 and "is paused" in lowered:
+            raise ContainerPaused(container)
+        if response.status_code == 409 and ("not running" in lowered or "restarting" in lowered):
+            raise ContainerStopped(container)
+        raise SandboxProviderError(
+            f"Docker exec start failed ({response.status_code}): {scrub(message)}"
+        )
 
     def exec_simple(
         self, container: str, command: Sequence[str], env: Mapping[str, str] | None = None
@@ -529,6 +634,11 @@ class Engine:
 
         self.exec_stream(container, exec_id, ExecStream(), on_frame)
         return self.exec_exit_code(container, exec_id), b"".join(out), b"".join(err)
+
+
+def _read_buffered(reader: Any, n: int) -> bytes:
+    """Up to ``n`` bytes from a buffered reader (what it holds first), ``b""`` at the end."""
+    return cast("io.BufferedReader", reader).read1(n)
 
 
 def _read_exactly(read: Callable[[Any, int], bytes], sock: Any, n: int) -> bytes:

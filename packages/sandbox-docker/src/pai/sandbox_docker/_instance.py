@@ -509,10 +509,13 @@ class DockerSandboxInstance:
                 size += len(files[end].path.encode("utf-8", "surrogateescape")) + 1
                 end += 1
             paths = [file.path for file in files[start:end]]
-            code, out, err = self._engine.exec_simple(
-                self._id, ["sh", "-c", WRITE_CHECK_SCRIPT, "pai", *paths]
-            )
+            command = ["sh", "-c", WRITE_CHECK_SCRIPT, "pai", *paths]
+            code, out, err = self._engine.exec_simple(self._id, command)
             fields = out.split(b"\0")
+            if code == 0 and len(fields) < 3 * len(paths):
+                # The engine can lose the output of a very short exec: ask once more.
+                code, out, err = self._engine.exec_simple(self._id, command)
+                fields = out.split(b"\0")
             if code != 0 or len(fields) < 3 * len(paths):
                 detail = err.decode(errors="replace").strip()
                 raise SandboxProviderError(

@@ -83,6 +83,13 @@ class DockerSandboxProvider:
     - ``init=True`` (tini as PID 1 reaps zombies; always on).
     - ``user``: who commands run as (``"1000:1000"``, a user of the image, or ``None`` for the
       image's ``USER``).
+    - ``runtime``: the engine's OCI runtime; ``"runsc"`` runs commands under gVisor's user-space
+      kernel (registered with ``--file-access=shared``, see the README). ``None``: the default.
+    - ``disk`` (e.g. ``"2g"``): a size limit of the writable layer, where the storage driver has
+      quotas (overlay2 on xfs with pquota, btrfs, zfs); elsewhere the first create says so.
+
+    Every argument is checked here: a bad one raises :class:`~pai.sandbox.SandboxInputError`
+    naming the option (``memory="lots"``).
 
     ``idle_ttl`` (seconds): containers of this namespace unused for longer are removed, best
     effort, whenever :meth:`create` runs (see :meth:`prune`). ``docker_host`` (e.g.

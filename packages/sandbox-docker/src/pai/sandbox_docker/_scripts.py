@@ -19,7 +19,7 @@ KEEPALIVE = ("sleep", "2147483647")  # GNU and busybox sleep both accept this
 # output and hands to KILL_SCRIPT on a timeout. Everything the command starts inherits the
 # session id, whatever it does to its environment, unless it calls setsid itself.
 RUN_SCRIPT = (
-    'printf "%s\\n" "$$"\n'
+    'echo "$$"\n'
     'cd -- "$2" || exit 1\n'
     'if [ -n "$3" ]; then exec <"$3"; rm -f -- "$3"; else exec </dev/null; fi\n'
     'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; fi\n'
