@@ -28,7 +28,7 @@ from pathlib import Path
 import anyio
 from just_bash import Bash, InMemoryFs
 
-from pai.sandbox import FileWrite, create_sandbox, create_sandbox_session_manager
+from pai.sandbox import CommandResult, FileWrite, create_sandbox, create_sandbox_session_manager
 from pai.sandbox_inmemory import create_in_memory_sandbox_provider
 
 ROUNDS = 9
@@ -138,10 +138,12 @@ async def bench_loop_stall() -> None:
                 worst = max(worst, time.perf_counter() - before - interval)
                 ticks += 1
 
+        outcome: list[CommandResult] = []
         async with anyio.create_task_group() as group:
             group.start_soon(ticker)
-            result = await sandbox.run_command("while :; do :; done", timeout=2)
+            outcome.append(await sandbox.run_command("while :; do :; done", timeout=2))
             done.set()
+        (result,) = outcome
         assert result.timed_out
         print("host event loop while a sandbox runs `while :; do :; done` for 2 s")
         print(f"  ticks: {ticks}, worst stall: {worst * 1e3:.1f} ms")
@@ -171,10 +173,12 @@ async def bench_memory() -> None:
 
         # 16 bytes doubled 26 times is 1 GiB.
         script = "x=0123456789abcdef; i=0; while [ $i -lt 26 ]; do x=$x$x; i=$((i+1)); done"
+        outcome: list[CommandResult] = []
         async with anyio.create_task_group() as group:
             group.start_soon(sample)
-            result = await sandbox.run_command(script, timeout=60)
+            outcome.append(await sandbox.run_command(script, timeout=60))
             done.set()
+        (result,) = outcome
         growth = peak - before
         print("host RSS while a command tries to allocate 1 GiB (string doubling)")
         print(f"  command exit code {result.exit_code}: {result.stderr.strip()[:100]}")

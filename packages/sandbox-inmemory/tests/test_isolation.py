@@ -417,10 +417,12 @@ async def test_the_host_loop_keeps_running_while_a_command_burns_cpu(
             await anyio.sleep(0.05)
             ticks += 1
 
+    outcome: list[RawCommandResult] = []
     async with anyio.create_task_group() as group:
         group.start_soon(ticker)
-        result = await run(instance, "while :; do :; done", timeout=1)
+        outcome.append(await run(instance, "while :; do :; done", timeout=1))
         done.set()
+    (result,) = outcome
     assert result.timed_out
     assert ticks >= 5, f"the host loop ticked {ticks} times in a 1 s command"
 
@@ -467,10 +469,14 @@ async def test_string_doubling_past_the_budget_fails_and_the_host_stays_small(
             peak = max(peak, _rss())
             await anyio.sleep(0.01)
 
+    outcome: list[RawCommandResult] = []
     async with anyio.create_task_group() as group:
         group.start_soon(sample)
-        result = await run(instance, "x=0123456789abcdef; while :; do x=$x$x; done", timeout=30)
+        outcome.append(
+            await run(instance, "x=0123456789abcdef; while :; do x=$x$x; done", timeout=30)
+        )
         done.set()
+    (result,) = outcome
     assert result.exit_code == EXIT_OUT_OF_MEMORY
     assert b"memory_budget" in result.stderr
     assert peak - before < 16 * MiB + 64 * MiB
