@@ -10,21 +10,22 @@ from typing import TypeVar, cast
 T = TypeVar("T")
 
 
-def _is_awaitable(value: object) -> bool:
-    # A class-level lookup is several times cheaper than inspect.isawaitable's ABC check, and this
-    # runs on every acquire; generator-based coroutines still go through inspect.
-    return hasattr(type(value), "__await__") or (
-        isinstance(value, GeneratorType) and inspect.isawaitable(cast(object, value))
-    )
-
-
 def maybe_await(value: T | Awaitable[T]) -> Awaitable[T] | None:
     """``value`` if it is awaitable, else ``None``."""
-    return cast("Awaitable[T]", value) if _is_awaitable(value) else None
+    # A class-level lookup is several times cheaper than inspect.isawaitable's ABC check, and
+    # this runs for every app function's result and every acquire; generator-based coroutines
+    # still go through inspect.
+    if hasattr(type(value), "__await__") or (
+        isinstance(value, GeneratorType) and inspect.isawaitable(cast(object, value))
+    ):
+        return cast("Awaitable[T]", value)
+    return None
 
 
 async def resolve(value: T | Awaitable[T]) -> T:
     """Await ``value`` if it is awaitable; return it otherwise."""
-    if _is_awaitable(value):
+    if hasattr(type(value), "__await__") or (
+        isinstance(value, GeneratorType) and inspect.isawaitable(cast(object, value))
+    ):
         return await cast("Awaitable[T]", value)
     return cast("T", value)
