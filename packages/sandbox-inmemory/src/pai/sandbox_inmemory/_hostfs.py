@@ -13,22 +13,33 @@ end synchronously, so the caller can hold the instance's lock around it on any e
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from just_bash.fs import InMemoryFs
-from just_bash.fs.in_memory_fs import FileEntry, FsEntry, SymlinkEntry
+from just_bash.fs.in_memory_fs import (
+    DirectoryEntry,
+    DirentEntry,
+    FileEntry,
+    FsEntry,
+    SymlinkEntry,
+)
 
 from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError
 
-__all__ = ["ENTRY_OVERHEAD", "HostFs", "drive", "serve_frame"]
+__all__ = ["ENTRY_OVERHEAD", "PATH_MAX", "HostFs", "drive", "serve_frame"]
 
 T = TypeVar("T")
 
 ENTRY_OVERHEAD = 128
 """Bytes counted per entry (file, folder, link) on top of its path and content, so that many
 empty files are bounded by the budget too."""
+
+PATH_MAX = 4096
+"""The longest path (or link target) a worker request may carry, as on Linux: it bounds the work
+one request can make the host do (a ``mkdir -p`` of thousands of levels)."""
 
 
 def _cost(path: str, entry: FsEntry) -> int:
@@ -46,6 +57,9 @@ class _Entries(dict[str, FsEntry]):
         super().__init__()
         self.budget = budget
         self.used = 0
+        self.children: dict[str, set[str]] = {}
+        """Folder path -> the names in it, so that listing, removing or copying a folder costs
+        its own size, not the size of the whole filesystem."""
         for path, entry in entries:
             self[path] = entry
 
@@ -60,11 +74,21 @@ class _Entries(dict[str, FsEntry]):
             raise SandboxMemoryBudgetError(path, needed=self.used + delta, budget=self.budget)
         super().__setitem__(path, entry)
         self.used += delta
+        if old is None and path != "/":
+            parent, _, name = path.rpartition("/")
+            self.children.setdefault(parent or "/", set()).add(name)
 
     def __delitem__(self, path: str) -> None:
         entry = self[path]
         super().__delitem__(path)
         self.used -= _cost(path, entry)
+        if path != "/":
+            parent, _, name = path.rpartition("/")
+            names = self.children.get(parent or "/")
+            if names is not None:
+                names.discard(name)
+                if not names:
+                    del self.children[parent or "/"]
 
     def pop(self, path: str, *default: Any) -> Any:  # dict's own signature
         if path in self:
@@ -103,6 +127,198 @@ class HostFs(InMemoryFs):
             entries.grow(self._normalize_path(path), entry, data)
             return
         await super().append_file(path, content, encoding)
+
+    # -- POSIX-like checks and linear-time tree operations -------------------------------------
+    # just-bash's versions replace a folder by a file, create entries under a file, list a
+    # folder by scanning every path (so removing or copying a tree is quadratic), recurse once
+    # per level (a deep tree overflows the stack), copy a folder into itself without end and
+    # lose a file moved onto itself. These keep the same messages where they exist.
+
+    @property
+    def _entries(self) -> _Entries:
+        entries = self._data
+        assert isinstance(entries, _Entries)
+        return entries
+
+    def _ensure_parent_dirs(self, path: str) -> None:
+        missing: list[str] = []
+        current = self._dirname(path)
+        while current != "/":
+            entry = self._data.get(current)
+            if entry is not None:
+                if entry.type == "symlink":
+                    target = self._data.get(self._resolve_path_with_symlinks(current))
+                    if target is not None and target.type == "directory":
+                        break
+                if entry.type != "directory":
+                    raise NotADirectoryError(f"ENOTDIR: not a directory, '{current}'")
+                break
+            missing.append(current)
+            current = self._dirname(current)
+        for folder in reversed(missing):
+            self._data[folder] = DirectoryEntry()
+
+    def _write_file_sync(self, path: str, content: str | bytes, encoding: str = "utf-8") -> None:
+        existing = self._data.get(self._normalize_path(path))
+        if existing is not None and existing.type == "directory":
+            raise IsADirectoryError(f"EISDIR: illegal operation on a directory, write '{path}'")
+        super()._write_file_sync(path, content, encoding)
+
+    def _mkdir_sync(self, path: str, recursive: bool = False) -> None:
+        normalized = self._normalize_path(path)
+        entry = self._data.get(normalized)
+        if entry is not None:
+            if entry.type != "directory":
+                raise FileExistsError(f"EEXIST: file already exists, mkdir '{path}'")
+            if not recursive:
+                raise FileExistsError(f"EEXIST: directory already exists, mkdir '{path}'")
+            return
+        parent = self._dirname(normalized)
+        if not recursive and parent != "/" and parent not in self._data:
+            raise FileNotFoundError(f"ENOENT: no such file or directory, mkdir '{path}'")
+        self._ensure_parent_dirs(normalized)
+        self._data[normalized] = DirectoryEntry()
+
+    def _subtree(self, root: str) -> list[str]:
+        """``root`` and every path under it, each folder before its contents."""
+        children = self._entries.children
+        paths, folders = [root], [root]
+        while folders:
+            folder = folders.pop()
+            prefix = "" if folder == "/" else folder
+            for name in children.get(folder, ()):
+                child = f"{prefix}/{name}"
+                paths.append(child)
+                if child in children:
+                    folders.append(child)
+        return paths
+
+    async def readdir_with_file_types(self, path: str) -> list[DirentEntry]:
+        normalized = self._normalize_path(path)
+        entry = self._data.get(normalized)
+        seen: set[str] = set()
+        while entry is not None and entry.type == "symlink":
+            if normalized in seen:
+                raise OSError(f"ELOOP: too many levels of symbolic links, scandir '{path}'")
+            seen.add(normalized)
+            normalized = self._resolve_symlink(normalized, entry.target)
+            entry = self._data.get(normalized)
+        if entry is None:
+            raise FileNotFoundError(f"ENOENT: no such file or directory, scandir '{path}'")
+        if entry.type != "directory":
+            raise NotADirectoryError(f"ENOTDIR: not a directory, scandir '{path}'")
+        prefix = "" if normalized == "/" else normalized
+        listing: list[DirentEntry] = []
+        for name in sorted(self._entries.children.get(normalized, ())):
+            child = self._data.get(f"{prefix}/{name}")
+            if child is not None:
+                listing.append(
+                    DirentEntry(
+                        name=name,
+                        is_file=child.type == "file",
+                        is_directory=child.type == "directory",
+                        is_symbolic_link=child.type == "symlink",
+                    )
+                )
+        return listing
+
+    async def rm(self, path: str, recursive: bool = False, force: bool = False) -> None:
+        normalized = self._normalize_path(path)
+        entry = self._data.get(normalized)
+        if entry is None:
+            if force:
+                return
+            raise FileNotFoundError(f"ENOENT: no such file or directory, rm '{path}'")
+        if normalized == "/":
+            raise PermissionError(f"EPERM: operation not permitted, rm '{path}'")
+        if entry.type == "directory" and normalized in self._entries.children:
+            if not recursive:
+                raise OSError(errno.ENOTEMPTY, f"ENOTEMPTY: directory not empty, rm '{path}'")
+            for doomed in reversed(self._subtree(normalized)):
+                del self._data[doomed]
+            return
+        del self._data[normalized]
+
+    def _into_itself(self, source: str, destination: str) -> bool:
+        return destination == source or destination.startswith(
+            "/" if source == "/" else source + "/"
+        )
+
+    async def cp(self, src: str, dest: str, recursive: bool = False) -> None:
+        source = self._resolve_path_with_symlinks(src)  # a link given is followed
+        destination = self._normalize_path(dest)
+        entry = self._data.get(source)
+        if entry is None:
+            raise FileNotFoundError(f"ENOENT: no such file or directory, cp '{src}'")
+        if entry.type == "directory":
+            if not recursive:
+                raise IsADirectoryError(f"EISDIR: is a directory, cp '{src}'")
+            if self._into_itself(source, destination):
+                raise OSError(
+                    errno.EINVAL,
+                    f"EINVAL: cannot copy a directory, '{src}', into itself, '{dest}'",
+                )
+        plan = [(p, self._data[p]) for p in self._subtree(source)]
+        for path, item in plan:
+            target = destination + path[len(source) :]
+            if isinstance(item, DirectoryEntry):
+                self._mkdir_sync(target, recursive=True)
+                continue
+            self._ensure_parent_dirs(target)
+            existing = self._data.get(target)
+            if existing is not None and existing.type == "directory":
+                raise IsADirectoryError(f"EISDIR: cannot overwrite a directory, cp '{target}'")
+            if isinstance(item, FileEntry):
+                self._data[target] = FileEntry(content=item.content, mode=item.mode)
+            else:
+                self._data[target] = SymlinkEntry(target=item.target, mode=item.mode)
+
+    async def mv(self, src: str, dest: str) -> None:
+        """Rename ``src`` (a link itself, not its target) to ``dest``, as ``rename(2)``: a file
+        replaces a file, a folder replaces an empty folder, a folder never moves into itself."""
+        source = self._normalize_path(src)
+        destination = self._normalize_path(dest)
+        entry = self._data.get(source)
+        if entry is None:
+            raise FileNotFoundError(f"ENOENT: no such file or directory, mv '{src}'")
+        if destination == source:
+            return
+        if entry.type == "directory" and self._into_itself(source, destination):
+            raise OSError(
+                errno.EINVAL, f"EINVAL: cannot move a directory, '{src}', into itself, '{dest}'"
+            )
+        if self._into_itself(destination, source):
+            raise OSError(errno.ENOTEMPTY, f"ENOTEMPTY: directory not empty, mv '{dest}'")
+        existing = self._data.get(destination)
+        if existing is not None:
+            if existing.type == "directory":
+                if entry.type != "directory":
+                    raise IsADirectoryError(f"EISDIR: is a directory, mv '{dest}'")
+                if destination in self._entries.children:
+                    raise OSError(errno.ENOTEMPTY, f"ENOTEMPTY: directory not empty, mv '{dest}'")
+            elif entry.type == "directory":
+                raise NotADirectoryError(f"ENOTDIR: not a directory, mv '{dest}'")
+        self._ensure_parent_dirs(destination)
+        moved = [(p, self._data[p]) for p in self._subtree(source)]
+        replaced = existing
+        if replaced is not None:
+            del self._data[destination]
+        for path, _ in reversed(moved):
+            del self._data[path]
+        done: list[str] = []
+        try:
+            for path, item in moved:
+                target = destination + path[len(source) :]
+                self._data[target] = item
+                done.append(target)
+        except SandboxMemoryBudgetError:  # longer paths over the budget: put everything back
+            for target in reversed(done):
+                del self._data[target]
+            for path, item in moved:
+                self._data[path] = item
+            if replaced is not None:
+                self._data[destination] = replaced
+            raise
 
     @property
     def entry_count(self) -> int:
@@ -167,6 +383,12 @@ def _int(args: list[object], index: int) -> int:
     return value
 
 
+def _folders_resolved(fs: HostFs, args: list[object], index: int) -> str:
+    """Argument ``index`` with symlinks resolved in its folders, not in its last component (the
+    path a ``mkdir``, ``rm``, ``ln`` or ``mv`` acts on, as the kernel resolves it)."""
+    return fs._resolve_intermediate_symlinks(_str(args, index))  # pyright: ignore[reportPrivateUsage]
+
+
 def _stat_doc(stat: Any) -> dict[str, object]:  # just-bash's FsStat
     return {
         "is_file": bool(stat.is_file),
@@ -187,7 +409,8 @@ def _read(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes
 
 
 def _write(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
-    drive(fs.write_file(_str(args, 0), payload))
+    # Writing through a symlink writes its target (just-bash's write_file replaces the link).
+    drive(fs.write_file(fs._resolve_path_with_symlinks(_str(args, 0)), payload))  # pyright: ignore[reportPrivateUsage]
     return None, b""
 
 
@@ -216,17 +439,25 @@ _HANDLERS: dict[str, _Handler] = {
     "is_directory": lambda fs, a, p: _value(drive(fs.is_directory(_str(a, 0)))),
     "stat": lambda fs, a, p: _value(_stat_doc(drive(fs.stat(_str(a, 0))))),
     "lstat": lambda fs, a, p: _value(_stat_doc(drive(fs.lstat(_str(a, 0))))),
-    "mkdir": lambda fs, a, p: _value(drive(fs.mkdir(_str(a, 0), recursive=_bool(a, 1)))),
+    "mkdir": lambda fs, a, p: _value(
+        drive(fs.mkdir(_folders_resolved(fs, a, 0), recursive=_bool(a, 1)))
+    ),
     "readdir": lambda fs, a, p: _value(drive(fs.readdir(_str(a, 0)))),
     "dirents": _dirents,
     "rm": lambda fs, a, p: _value(
-        drive(fs.rm(_str(a, 0), recursive=_bool(a, 1), force=_bool(a, 2)))
+        drive(fs.rm(_folders_resolved(fs, a, 0), recursive=_bool(a, 1), force=_bool(a, 2)))
     ),
-    "cp": lambda fs, a, p: _value(drive(fs.cp(_str(a, 0), _str(a, 1), recursive=_bool(a, 2)))),
-    "mv": lambda fs, a, p: _value(drive(fs.mv(_str(a, 0), _str(a, 1)))),
+    "cp": lambda fs, a, p: _value(
+        drive(fs.cp(_str(a, 0), _folders_resolved(fs, a, 1), recursive=_bool(a, 2)))
+    ),
+    "mv": lambda fs, a, p: _value(
+        drive(fs.mv(_folders_resolved(fs, a, 0), _folders_resolved(fs, a, 1)))
+    ),
     "chmod": lambda fs, a, p: _value(drive(fs.chmod(_str(a, 0), _int(a, 1) & 0o7777))),
-    "symlink": lambda fs, a, p: _value(drive(fs.symlink(_str(a, 0), _str(a, 1)))),
-    "link": lambda fs, a, p: _value(drive(fs.link(_str(a, 0), _str(a, 1)))),
+    "symlink": lambda fs, a, p: _value(drive(fs.symlink(_str(a, 0), _folders_resolved(fs, a, 1)))),
+    "link": lambda fs, a, p: _value(
+        drive(fs.link(_folders_resolved(fs, a, 0), _folders_resolved(fs, a, 1)))
+    ),
     "readlink": lambda fs, a, p: _value(drive(fs.readlink(_str(a, 0)))),
     "utimes": lambda fs, a, p: _value(drive(fs.utimes(_str(a, 0), _number(a, 1), _number(a, 2)))),
     "realpath": lambda fs, a, p: _value(drive(fs.realpath(_str(a, 0)))),
@@ -251,6 +482,13 @@ def serve_frame(
     handler = _HANDLERS.get(method)
     if handler is None:
         return ["err", "EINVAL", f"unknown filesystem request {method!r}"], b""
+    for argument in args:
+        if isinstance(argument, str) and len(argument) > PATH_MAX:
+            return [
+                "err",
+                "ENAMETOOLONG",
+                f"ENAMETOOLONG: a path of {len(argument)} characters is longer than {PATH_MAX}",
+            ], b""
     try:
         value, data = handler(fs, args, payload)
     except RequestError as error:
@@ -260,4 +498,7 @@ def serve_frame(
             if isinstance(error, cls):
                 return ["err", kind, str(error)], b""
         return ["err", "EIO", str(error)], b""
+    except (RecursionError, ValueError, TypeError, RuntimeError) as error:
+        # Never an exception in the host for what a command asked: the command gets an error.
+        return ["err", "EIO", f"{method}: {type(error).__name__}: {error}"], b""
     return ["ok", value], data

@@ -186,11 +186,26 @@ class InMemorySandboxInstance:
         status = "" if self._state.alive else ", destroyed"
         return f"InMemorySandboxInstance({self.key!r}, {self.instance_id!r}{status})"
 
-    def _files(self, operation: Callable[[HostFs], Coroutine[Any, Any, T]]) -> T:
+    async def _files(self, operation: Callable[[HostFs], Coroutine[Any, Any, T]]) -> T:
         state = self._state
-        with state.lock:
+
+        def locked() -> T:
             state.check()
             return drive(operation(state.fs))
+
+        # Never wait for the lock on the event loop: a command's large request may hold it in a
+        # thread for a while.
+        if state.lock.acquire(blocking=False):
+            try:
+                return locked()
+            finally:
+                state.lock.release()
+
+        def waiting() -> T:
+            with state.lock:
+                return locked()
+
+        return await anyio.to_thread.run_sync(waiting)
 
     async def run(
         self,
@@ -223,7 +238,7 @@ class InMemorySandboxInstance:
             raise SandboxInputError(f"timeout must be positive seconds or None, got {timeout!r}")
         state, runtime = self._state, self._runtime
         try:
-            self._files(lambda fs: _files.check_workdir(fs, cwd))
+            await self._files(lambda fs: _files.check_workdir(fs, cwd))
         except SandboxVanishedError:
             raise
         except SandboxError as error:
@@ -310,14 +325,22 @@ class InMemorySandboxInstance:
                 if payload is None:  # a write larger than the whole budget
                     path = str(request_args[0]) if request_args else "?"
                     reply, data = ["err", "ENOSPC", budget_message(path, None, budget)], b""
-                elif _heavy(state.fs, method, request_args, payload):
+                elif _heavy(state.fs, method, request_args, payload) or not (
+                    state.lock.acquire(blocking=False)
+                ):
                     # Work proportional to the files' size (a big copy, a scan of many
-                    # entries) runs in a thread, so the host's event loop never waits on it.
+                    # entries), or a wait for the lock another command's such request holds,
+                    # runs in a thread, so the host's event loop never waits on it; at the
+                    # timeout the command ends without waiting for it either (the request is
+                    # still applied whole, under the lock).
                     reply, data = await anyio.to_thread.run_sync(
-                        self._serve, method, request_args, payload
+                        self._serve, method, request_args, payload, abandon_on_cancel=True
                     )
                 else:
-                    reply, data = self._serve(method, request_args, payload)
+                    try:
+                        reply, data = self._serve_locked(method, request_args, payload)
+                    finally:
+                        state.lock.release()
                 await worker.send(encode_frame(reply, data))
             elif kind == "done" and len(message) == 2 and isinstance(message[1], dict):
                 if payload is None:
@@ -340,15 +363,19 @@ class InMemorySandboxInstance:
     def _serve(
         self, method: str, arguments: list[object], payload: bytes
     ) -> tuple[list[object], bytes]:
-        state = self._state
-        with state.lock:
-            state.check()
-            return serve_frame(state.fs, method, arguments, payload)
+        with self._state.lock:
+            return self._serve_locked(method, arguments, payload)
+
+    def _serve_locked(
+        self, method: str, arguments: list[object], payload: bytes
+    ) -> tuple[list[object], bytes]:
+        self._state.check()
+        return serve_frame(self._state.fs, method, arguments, payload)
 
     async def read_file(self, path: str, *, max_bytes: int) -> bytes:
         """The file's bytes; a file over ``max_bytes`` raises
         :class:`~pai.sandbox.SandboxFileTooLargeError` (checked before reading)."""
-        return self._files(lambda fs: _files.read_file(fs, path, max_bytes))
+        return await self._files(lambda fs: _files.read_file(fs, path, max_bytes))
 
     async def write_files(self, files: Sequence[FileWrite]) -> None:
         """Write every file in order, creating parent folders and setting each file's mode.
@@ -357,25 +384,25 @@ class InMemorySandboxInstance:
         :class:`~pai.sandbox_inmemory.SandboxMemoryBudgetError` (that file is not written).
         """
         batch = list(files)
-        self._files(lambda fs: _files.write_files(fs, batch))
+        await self._files(lambda fs: _files.write_files(fs, batch))
 
     async def list_dir(self, path: str) -> Sequence[DirEntry]:
         """The folder's entries (name, path, type, size), sorted by name."""
-        return self._files(lambda fs: _files.list_dir(fs, path))
+        return await self._files(lambda fs: _files.list_dir(fs, path))
 
     async def remove(self, path: str, *, recursive: bool) -> None:
         """Remove a file or an empty folder; ``recursive`` also removes a non-empty folder."""
-        self._files(lambda fs: _files.remove(fs, path, recursive=recursive))
+        await self._files(lambda fs: _files.remove(fs, path, recursive=recursive))
 
     async def make_dir(self, path: str, *, parents: bool) -> None:
         """Make a folder. Without ``parents``, an existing path is ``SandboxFileExistsError``
         and a missing parent ``SandboxFileNotFoundError``; with it, missing parents are made
         and an existing folder is fine."""
-        self._files(lambda fs: _files.make_dir(fs, path, parents=parents))
+        await self._files(lambda fs: _files.make_dir(fs, path, parents=parents))
 
     async def exists(self, path: str) -> bool:
         """Whether anything exists at ``path`` (a dangling symlink counts as nothing)."""
-        return self._files(lambda fs: _files.exists(fs, path))
+        return await self._files(lambda fs: _files.exists(fs, path))
 
 
 class InMemorySandboxProvider:

@@ -1,0 +1,124 @@
+"""Commands change the host-held files the way a POSIX kernel would, whatever they ask.
+
+Every file operation of a command is a request served by the host's filesystem; a hostile
+command must not be able to make one of them destroy files, loop without end, raise in the host
+or take time out of proportion to the files it touches. Run on asyncio and on trio.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pai.sandbox import RawCommandResult
+from pai.sandbox_inmemory import InMemorySandboxInstance, InMemorySandboxProvider
+from pai.sandbox_inmemory._hostfs import PATH_MAX
+
+pytestmark = pytest.mark.anyio
+
+MiB = 1024 * 1024
+
+
+async def run(
+    instance: InMemorySandboxInstance, command: str, *, timeout: float = 30.0
+) -> RawCommandResult:
+    return await instance.run(
+        command, cwd="/workspace", env={}, stdin=None, timeout=timeout, output_limit=4 * MiB
+    )
+
+
+@pytest.fixture
+async def instance(provider: InMemorySandboxProvider) -> InMemorySandboxInstance:
+    return await provider.create("k")
+
+
+async def test_copying_a_folder_into_itself_fails_and_leaves_it_unchanged(
+    instance: InMemorySandboxInstance,
+) -> None:
+    await run(instance, "mkdir -p q/s && echo 1 > q/s/k")
+    result = await run(instance, "cp -r q q/r")
+    assert result.exit_code != 0
+    assert b"into itself" in result.stderr
+    assert [entry.name for entry in await instance.list_dir("/workspace/q")] == ["s"]
+
+
+async def test_moving_a_folder_into_itself_fails_and_leaves_it_unchanged(
+    instance: InMemorySandboxInstance,
+) -> None:
+    await run(instance, "mkdir -p q/s && echo 1 > q/s/k")
+    result = await run(instance, "mv q q/r")
+    assert result.exit_code != 0
+    assert b"into itself" in result.stderr
+    assert await instance.read_file("/workspace/q/s/k", max_bytes=10) == b"1\n"
+    assert [entry.name for entry in await instance.list_dir("/workspace/q")] == ["s"]
+
+
+async def test_moving_a_file_onto_itself_keeps_it(instance: InMemorySandboxInstance) -> None:
+    result = await run(instance, "echo kept > f && mv f f; cat f")
+    assert result.stdout == b"kept\n"
+
+
+async def test_moving_a_folder_moves_everything_in_it(instance: InMemorySandboxInstance) -> None:
+    result = await run(instance, "mkdir -p a/b && echo 1 > a/b/c && mv a z && cat z/b/c")
+    assert (result.exit_code, result.stdout) == (0, b"1\n")
+    assert not await instance.exists("/workspace/a")
+
+
+async def test_writing_below_a_file_fails_and_leaves_the_file(
+    instance: InMemorySandboxInstance,
+) -> None:
+    result = await run(instance, "echo x > f; echo y > f/g")
+    assert result.exit_code != 0
+    assert b"not a directory" in result.stderr
+    assert await instance.read_file("/workspace/f", max_bytes=10) == b"x\n"
+    assert not await instance.exists("/workspace/f/g")
+
+
+async def test_a_redirection_through_a_symlink_writes_its_target(
+    instance: InMemorySandboxInstance,
+) -> None:
+    result = await run(instance, "echo old > f && ln -s /workspace/f l && echo new > l && cat f")
+    assert result.stdout == b"new\n"
+    assert [(e.name, e.type) for e in await instance.list_dir("/workspace")] == [
+        ("f", "file"),
+        ("l", "symlink"),
+    ]
+
+
+async def test_copying_a_tree_keeps_the_links_in_it(instance: InMemorySandboxInstance) -> None:
+    result = await run(instance, "mkdir e && ln -s .. e/up && cp -r e e2 && readlink e2/up")
+    assert (result.exit_code, result.stdout) == (0, b"..\n")
+
+
+async def test_copying_and_removing_a_wide_tree_ends_in_time(
+    instance: InMemorySandboxInstance,
+) -> None:
+    # Listing a folder used to scan every path of the filesystem, so copying this tree took
+    # over half a minute of the host's time (and ran on past the command's timeout).
+    made = await run(instance, "mkdir -p t/d{1..20000}", timeout=60)
+    assert made.exit_code == 0, made.stderr
+    result = await run(instance, "cp -r t u && rm -r u && ls t | wc -l", timeout=20)
+    assert not result.timed_out
+    assert (result.exit_code, result.stdout.strip()) == (0, b"20000")
+
+
+async def test_a_deep_tree_can_be_made_copied_and_removed(
+    instance: InMemorySandboxInstance,
+) -> None:
+    deep = "/".join(["d"] * 1500)
+    result = await run(instance, f"mkdir -p {deep} && cp -r d c && rm -r d c && echo done")
+    assert (result.exit_code, result.stdout) == (0, b"done\n"), result.stderr
+    assert [entry.name for entry in await instance.list_dir("/workspace")] == []
+
+
+async def test_a_path_longer_than_path_max_is_refused(instance: InMemorySandboxInstance) -> None:
+    path = "x" * (PATH_MAX + 1)
+    result = await run(instance, f"touch {path}")
+    assert result.exit_code != 0
+    assert b"ENAMETOOLONG" in result.stderr
+    assert [entry.name for entry in await instance.list_dir("/workspace")] == []
+
+
+async def test_removing_the_root_is_refused(instance: InMemorySandboxInstance) -> None:
+    result = await run(instance, "rm -rf / ; echo after > /workspace/f; cat /workspace/f")
+    assert result.stdout == b"after\n"
+    assert await instance.exists("/workspace/f")
