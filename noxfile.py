@@ -53,6 +53,15 @@ def _local_closure(package: str) -> list[str]:
     return seen
 
 
+def _with_extras(folder: str) -> str:
+    """``packages/<folder>`` with every optional extra it declares (the ``testing`` extras hold
+    the emulator's and the test server's dependencies, which the type checker must see)."""
+    project = _pyproject(folder)["project"]
+    assert isinstance(project, dict)
+    extras = sorted(project.get("optional-dependencies", {}))
+    return f"packages/{folder}[{','.join(extras)}]" if extras else f"packages/{folder}"
+
+
 def _name(requirement: str) -> str:
     """The distribution name of a requirement string (``"pai-core==0.1.0"`` -> ``"pai-core"``)."""
     return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
@@ -92,8 +101,12 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """pyright strict on every package's src/, and the typing tests that prove what it catches."""
-    editable = [arg for folder in PACKAGES.values() for arg in ("-e", f"packages/{folder}")]
-    session.install(*editable, "pyright[nodejs]>=1.1.390", "pytest>=8.3")
+    editable = [arg for folder in PACKAGES.values() for arg in ("-e", _with_extras(folder))]
+    # trio: code that detects a trio host imports it there (pai.model_openai); pyright resolves it.
+    # types-pyyaml: PyYAML ships no annotations (pai-skills parses frontmatter with it).
+    session.install(
+        *editable, "pyright[nodejs]>=1.1.390", "pytest>=8.3", "trio>=0.27", "types-pyyaml>=6.0"
+    )
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pyright"]
     for folder in PACKAGES.values():
         for setting in ("include", "strict"):
