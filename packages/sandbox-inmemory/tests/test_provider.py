@@ -339,6 +339,35 @@ async def test_an_awk_loop_past_its_limit_is_a_result_not_silence() -> None:
         await limited.aclose()
 
 
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ('BEGIN { a["x"] = 1; a["y"] = 2; for (k in a) n++; print n }', b"2\n"),
+        ("BEGIN { i = 0; while (i < 3) i++; print i }", b"3\n"),
+        ("BEGIN { for (i = 0; i < 3; i++) {}; print i }", b"3\n"),
+        ('BEGIN { while (i < 3) { s = s ")"; i++ }; print s }', b")))\n"),
+    ],
+    ids=["for-in", "while-without-braces", "for-with-empty-body", "paren-in-body"],
+)
+async def test_awk_loops_run_in_every_form(
+    provider: InMemorySandboxProvider, program: str, expected: bytes
+) -> None:
+    instance = await provider.create("k")
+    result = await run(instance, f"awk '{program}'")
+    assert (result.exit_code, result.stdout) == (0, expected), result.stderr
+
+
+async def test_an_awk_loop_with_an_empty_body_runs_to_its_limit_not_silence() -> None:
+    limited = create_in_memory_sandbox_provider(limits=ExecutionLimits(max_awk_iterations=100))
+    try:
+        instance = await limited.create("k")
+        result = await run(instance, "awk 'BEGIN { while (1) {} }'")
+        assert result.exit_code == EXIT_INTERPRETER_ERROR
+        assert b"max_awk_iterations" in result.stderr
+    finally:
+        await limited.aclose()
+
+
 async def test_byte_counts_of_non_utf8_content_are_exact(provider: InMemorySandboxProvider) -> None:
     instance = await provider.create("k")
     await instance.write_files([FileWrite("/workspace/raw", b"\xff\xfe\n")])

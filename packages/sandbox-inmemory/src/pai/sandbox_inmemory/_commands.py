@@ -686,8 +686,46 @@ class AwkLoopLimitError(Exception):
     """An awk ``for``/``while`` loop ran past ``max_awk_iterations``."""
 
 
+class AwkLoopSyntaxError(Exception):
+    """An awk ``for``/``while`` loop whose header this interpreter cannot read (never skipped
+    silently)."""
+
+
+def _loop_parts(stmt: str, keyword: str) -> tuple[str, str] | None:
+    """``(header, body)`` of ``keyword (header) body``: the header up to its balanced closing
+    parenthesis (strings and nested parentheses allowed), the body without its outer braces
+    (empty for ``{}`` or ``;``)."""
+    rest = stmt[len(keyword) :].lstrip()
+    if not rest.startswith("("):
+        return None
+    depth, quoted, escaped = 0, False, False
+    for index, char in enumerate(rest):
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+            continue
+        if char == '"':
+            quoted = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                body = rest[index + 1 :].strip()
+                if body.startswith("{") and body.endswith("}"):
+                    body = body[1:-1]
+                return rest[1:index], "" if body.strip() == ";" else body
+    return None
+
+
 def _awk_loops(awk_module: Any) -> None:  # just-bash's awk module
-    """Make awk's ``for``/``while`` loops fail at the limit instead of stopping silently."""
+    """Make awk's ``for``/``while`` loops fail at the limit instead of stopping silently, and
+    run every loop they used to skip silently (an empty body, a body without braces, parentheses
+    in the condition); ``for (key in array)`` stays just-bash's own."""
     import re
 
     members: dict[str, object] = dict(vars(awk_module))  # pyright: ignore[reportUnknownArgumentType]
@@ -698,36 +736,47 @@ def _awk_loops(awk_module: Any) -> None:  # just-bash's awk module
         and hasattr(member, "_execute_for")
         and hasattr(member, "_execute_while")
     )
+    original_for: Any = interpreter._execute_for
+
+    def unreadable(stmt: str) -> AwkLoopSyntaxError:
+        return AwkLoopSyntaxError(f"awk: cannot read the loop {stmt[:80]!r}")
 
     def execute_for(self: Any, stmt: str, state: Any, fields: list[str], line: str) -> None:
-        match = re.match(r"for\s*\((.+?);(.+?);(.+?)\)\s*(.*)", stmt, re.DOTALL)
-        if not match:
+        if re.match(r"for\s*\(\s*\w+\s+in\s+\w+\s*\)", stmt):
+            original_for(self, stmt, state, fields, line)
             return
-        init, condition, update, action = (part.strip() for part in match.groups())
-        if action.startswith("{") and action.endswith("}"):
-            action = action[1:-1]
-        self._execute_statement(init, state, fields, line)
+        parts = _loop_parts(stmt, "for")
+        clauses = parts[0].split(";") if parts is not None else []
+        if parts is None or len(clauses) != 3:
+            raise unreadable(stmt)
+        init, condition, update = (clause.strip() for clause in clauses)
+        action = parts[1]
+        if init:
+            self._execute_statement(init, state, fields, line)
         limit = AWK_LOOP_LIMIT[0]
         for _ in range(limit):
-            if not self._eval_condition(condition, state, fields, line):
+            if condition and not self._eval_condition(condition, state, fields, line):
                 return
-            self._execute_action(action, state, fields, line)
-            self._execute_statement(update, state, fields, line)
-        if self._eval_condition(condition, state, fields, line):
+            if action.strip():
+                self._execute_action(action, state, fields, line)
+            if update:
+                self._execute_statement(update, state, fields, line)
+        if not condition or self._eval_condition(condition, state, fields, line):
             raise AwkLoopLimitError(
                 f"awk: a for loop ran past {limit} iterations (limit max_awk_iterations)"
             )
 
     def execute_while(self: Any, stmt: str, state: Any, fields: list[str], line: str) -> None:
-        match = re.match(r"while\s*\((.+?)\)\s*\{(.+?)\}", stmt, re.DOTALL)
-        if not match:
-            return
-        condition, action = match.group(1), match.group(2)
+        parts = _loop_parts(stmt, "while")
+        if parts is None or not parts[0].strip():
+            raise unreadable(stmt)
+        condition, action = parts
         limit = AWK_LOOP_LIMIT[0]
         for _ in range(limit):
             if not self._eval_condition(condition, state, fields, line):
                 return
-            self._execute_action(action, state, fields, line)
+            if action.strip():
+                self._execute_action(action, state, fields, line)
         if self._eval_condition(condition, state, fields, line):
             raise AwkLoopLimitError(
                 f"awk: a while loop ran past {limit} iterations (limit max_awk_iterations)"
