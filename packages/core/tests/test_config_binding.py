@@ -363,7 +363,7 @@ def test_configuration_is_not_read_when_code_binds_everything_and_passes_storage
     in_code = create_capability_binding(capability=vault, acquire=lambda _input: Vault("u", "s"))
 
     create_agent_runtime(
-        agent=fetch_tool_agent(),
+        agent=fetch_tool_agent().with_model(ScriptedModel([])),
         scope_key=scope_of,
         capabilities={"acme.vault": in_code},
         storage=InMemoryStorage(),
@@ -406,6 +406,7 @@ def test_a_capability_no_plugin_provides_is_reported_without_reading_configurati
     monkeypatch.chdir(tmp_path)
     agent = define_agent(
         name="main",
+        model=ScriptedModel([]),
         tools={
             "use": define_tool(
                 id="use",

@@ -89,6 +89,8 @@ from pai.core._model import UsageReported as UsageReported
 from pai.core._model import collect_response as collect_response
 from pai.core._model import response_events as response_events
 from pai.core._model import stream_model as stream_model
+from pai.core._model_config import model_from_config as model_from_config
+from pai.core._model_config import resolve_model as resolve_model
 from pai.core._model_registry import ModelRegistration as ModelRegistration
 from pai.core._model_retry import RetryAttempt as RetryAttempt
 from pai.core._model_retry import RetryPolicy as RetryPolicy
@@ -247,8 +249,10 @@ __all__ = [
     "instance_key",
     "load_config",
     "message_adapter",
+    "model_from_config",
     "open_storage",
     "reset_plugins",
+    "resolve_model",
     "response_events",
     "storage_from_config",
     "stream_model",

@@ -52,7 +52,9 @@ class Agent:
     """
 
     name: str
-    model: Model | None
+    model: Model | str | None
+    """A model, a ``"<provider>:<name>"`` the runtime resolves through the plugins, or ``None``
+    for the ``[model]`` of the configuration."""
     instructions: Instructions
     tools: Mapping[str, Tool[Any, Any]]
     commands: Mapping[str, Command[Any, Any]]
@@ -107,7 +109,7 @@ def _fold(into: dict[str, Requirement], capability: Capability[object], operatio
 def define_agent(
     *,
     name: str,
-    model: Model | None = None,
+    model: Model | str | None = None,
     instructions: Instructions = "",
     tools: Mapping[str, Tool[Any, Any] | ToolEntry[Any]] | None = None,
     commands: Mapping[str, Command[Any, Any]] | None = None,
@@ -122,6 +124,11 @@ def define_agent(
     is offered the tool; each key of ``commands`` is the command's name at
     ``runtime.admin(...).thread(...).commands.<name>``; each key of ``subagents`` becomes a tool
     that delegates a task to that agent in a child thread.
+
+    ``model`` is a model object, or a name ``"<provider>:<model>"`` (``"openai:gpt-4.1-mini"``)
+    that the runtime resolves when it is built, through the model provider an installed plugin
+    registers (options from ``[model.<provider>]`` of the configuration); without one, the
+    runtime uses the ``[model]`` of the configuration.
 
     ``runtime_context`` (sync or async, given a :class:`RuntimeContextInput`) computes app data
     once per run: each ``send``, each ``submit_tool_results``, each delegated run of this agent
@@ -156,10 +163,18 @@ def define_agent(
             f"agent {name!r}: model {model!r} is a class; pass an instance, "
             f"e.g. model={model.__name__}(...)"
         )
-    if model is not None and not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(model, str):
+        provider, colon, model_name = model.partition(":")
+        if not colon or not provider.strip() or not model_name.strip():
+            raise DefinitionError(
+                f"agent {name!r}: model {model!r} is not '<provider>:<model name>'; write it as, "
+                "e.g., 'openai:gpt-4.1-mini', or pass a model object"
+            )
+    elif model is not None and not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise DefinitionError(
             f"agent {name!r}: model {model!r} has no async request(ModelRequest) method; "
-            "pass a Model, e.g. pai.core.testing.ScriptedModel for tests"
+            "pass a Model, a name such as 'openai:gpt-4.1-mini', or, for tests, "
+            "pai.core.testing.ScriptedModel"
         )
     if runtime_context is not None and not callable(runtime_context):
         raise DefinitionError(

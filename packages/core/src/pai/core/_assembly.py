@@ -1,4 +1,5 @@
-"""Assembling a runtime: the binding record checked, capabilities and storage from configuration.
+"""Assembling a runtime: the binding record checked; capabilities, models and storage from
+configuration.
 
 :func:`create_agent_runtime` is where configuration and plugins meet the runtime; the
 :class:`~pai.core.AgentRuntime` itself knows neither.
@@ -8,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pai.core._agent import Agent
+from pai.core._agent import Agent, define_agent
 from pai.core._binding import CapabilityBinding
 from pai.core._config import PaiConfig, load_config
 from pai.core._config_binding import resolve_from_config
 from pai.core._errors import CapabilityBindingError, DefinitionError
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._model import Model
+from pai.core._model_config import model_from_config, resolve_model
 from pai.core._plugins import Plugins
 from pai.core._record import validate_binding_record
 from pai.core._runtime import AgentRuntime, ScopeKeyFn, UserKeyFn
@@ -30,6 +32,69 @@ def default_storage(config: PaiConfig, plugins: Plugins | None) -> Storage:
     from pai.core._storage_sqlite import SqliteStorage
 
     return SqliteStorage(":memory:")
+
+
+def agent_tree(agent: Agent) -> list[Agent]:
+    """``agent`` and its subagents at any depth."""
+    found: list[Agent] = []
+    stack = [agent]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(current.subagents.values())
+    return found
+
+
+def needs_model_config(agent: Agent) -> bool:
+    """Whether some agent of the tree names its model (``"openai:..."``) or has none: then the
+    configuration's ``[model]`` tables are read."""
+    return any(each.model is None or isinstance(each.model, str) for each in agent_tree(agent))
+
+
+def resolve_models(
+    agent: Agent, *, config: PaiConfig | None, plugins: Plugins | None
+) -> tuple[Agent, list[Model]]:
+    """``agent`` with every model name resolved through the plugins and every missing model
+    taken from ``[model]`` (left missing when there is none), and the models built for it (the
+    runtime closes them). The same agent when nothing changes. One name is built once for the
+    whole tree, and ``[model]`` once."""
+    if not needs_model_config(agent):
+        return agent, []
+    built: dict[str, Model] = {}
+    configured: list[Model | None] = []
+
+    def model_for(model: Model | str | None) -> Model | str | None:
+        if isinstance(model, str):
+            if model not in built:
+                built[model] = resolve_model(model, config=config, plugins=plugins)
+            return built[model]
+        if model is None and config is not None:
+            if not configured:
+                configured.append(model_from_config(config, plugins=plugins))
+            return configured[0]
+        return model
+
+    def rebuild(current: Agent) -> Agent:
+        subagents = {key: rebuild(sub) for key, sub in current.subagents.items()}
+        model = model_for(current.model)
+        if model is current.model and all(
+            subagents[key] is sub for key, sub in current.subagents.items()
+        ):
+            return current
+        return define_agent(
+            name=current.name,
+            model=model,
+            instructions=current.instructions,
+            tools=current.tool_entries,
+            commands=current.commands,
+            subagents=subagents,
+            max_steps=current.max_steps,
+            runtime_context=current.runtime_context,
+        )
+
+    rebuilt = rebuild(agent)
+    owned = [*built.values(), *(model for model in configured if model is not None)]
+    return rebuilt, owned
 
 
 def create_agent_runtime(
@@ -62,7 +127,10 @@ def create_agent_runtime(
     ``settlement_window`` is how long thread deletion waits for cancelled work before disposing
     that thread's capability instances. ``on_runtime_error`` receives failures the runtime absorbs
     (a ``dispose`` that raised, say); by default they are logged. ``model`` replaces the agent's
-    model. ``owns_storage=False`` leaves ``storage`` open on :meth:`AgentRuntime.aclose` (for
+    model; otherwise a model name (``define_agent(model="openai:gpt-4.1-mini")``) is resolved
+    here through the model provider a plugin registers, and an agent (or subagent) without a
+    model gets the ``[model]`` of the configuration (see :func:`~pai.core.model_from_config`).
+    ``owns_storage=False`` leaves ``storage`` open on :meth:`AgentRuntime.aclose` (for
     storage shared between runtimes, as :func:`create_pai` does).
 
     Example::
@@ -89,8 +157,9 @@ def create_agent_runtime(
     if model is not None:
         agent = agent.with_model(model)
     given = dict(capabilities or {})
-    if storage is None and config is None:
-        config = load_config()  # [storage] may choose the backend
+    if config is None and (storage is None or needs_model_config(agent)):
+        config = load_config()  # [storage] may choose the backend, [model] the model
+    agent, owned_models = resolve_models(agent, config=config, plugins=plugins)
     # Reads plugins and configuration only when code leaves a capability unbound.
     resolution = resolve_from_config(
         agent.requirements, config=config, plugins=plugins, bound=given.keys()
@@ -123,7 +192,14 @@ def create_agent_runtime(
         on_runtime_error=on_runtime_error,
         settlement_window=settlement_window,
         owns_storage=owns_storage,
+        owned_models=owned_models,
     )
 
 
-__all__ = ["create_agent_runtime", "default_storage"]
+__all__ = [
+    "agent_tree",
+    "create_agent_runtime",
+    "default_storage",
+    "needs_model_config",
+    "resolve_models",
+]

@@ -61,7 +61,7 @@ from pai.core._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pai.core._model import ModelRequest, ToolSpec
+from pai.core._model import Model, ModelRequest, ToolSpec
 from pai.core._operations import CommandContext, ToolContext
 from pai.core._storage import ThreadRecord
 from pai.core._threads import Threads
@@ -222,9 +222,11 @@ class AgentLoop:
         self, agent: Agent, thread: ThreadRecord, caller: Caller, staged: list[Message]
     ) -> Run:
         """Start a run: its runtime context, its instructions, the thread's history."""
-        if agent.model is None:
+        if agent.model is None or isinstance(agent.model, str):
             raise DefinitionError(
-                f"agent {agent.name!r} has no model; pass define_agent(model=...) or "
+                f"agent {agent.name!r} has no model; pass define_agent(model=...) (a model "
+                "object or a name such as 'openai:gpt-4.1-mini'), configure one in pai.toml "
+                '([model] provider = "openai", name = "gpt-4.1-mini"), or, in tests, '
                 "create_test_runtime(model=...)"
             )
         run_context = await self._runtime_context(agent, thread, caller)
@@ -281,7 +283,7 @@ class AgentLoop:
     async def request(self, run: Run, offered: Offered, step: int) -> AssistantMessage:
         """Ask the model for this step's answer (a failure is recorded in the thread)."""
         model = run.agent.model
-        assert model is not None  # begin() checked
+        model = cast("Model", model)  # begin() checked
         request = ModelRequest(
             instructions=run.instructions,
             messages=run.history,

@@ -9,7 +9,7 @@ from typing import Required, Self, TypedDict
 import anyio
 
 from pai.core._agent import Agent
-from pai.core._assembly import create_agent_runtime, default_storage
+from pai.core._assembly import create_agent_runtime, default_storage, needs_model_config
 from pai.core._binding import CapabilityBinding
 from pai.core._config import PaiConfig, load_config
 from pai.core._config_binding import config_needed
@@ -161,6 +161,8 @@ def _config_if_needed(
         agent = entry.get("agent") if isinstance(entry, Mapping) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if not isinstance(agent, Agent):
             continue  # create_pai reports the malformed entry
+        if needs_model_config(agent):
+            return load_config()  # [model] may give the agent its model
         given = entry.get("capabilities")
         bound = given.keys() if isinstance(given, Mapping) else ()
         if agent.requirements.keys() - bound:

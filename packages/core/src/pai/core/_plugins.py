@@ -7,7 +7,7 @@ is a module (or object) of hook implementations::
     acme-vault = "acme_vault._plugin"
 
 and implementing hooks with :data:`hookimpl`. The core's hooks (:class:`CoreHookSpecs`) register
-capability packages and extend the CLI; a plugin can add hookspecs of its own through
+capability packages, storage backends and model providers, and extend the CLI; a plugin can add hookspecs of its own through
 :meth:`CoreHookSpecs.pai_add_hookspecs` (as ``pai.sandbox`` does for sandbox providers), the way
 pytest plugins add hooks. Callers never touch ``pm.hook``: :class:`Plugins` wraps every hook in a
 typed method.
@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from pai.core._binding import CapabilityBinding
 from pai.core._capability import Capability
 from pai.core._errors import DuplicateRegistrationError, PluginError
+from pai.core._model_registry import ModelRegistration
 from pai.core._storage_registry import StorageRegistration
 
 if TYPE_CHECKING:
@@ -134,6 +135,12 @@ class CoreHookSpecs:
     def pai_storage_backends(self) -> Sequence[StorageRegistration]:
         """Return the storage backends this plugin provides, one per URL scheme; the scheme of
         ``[storage] url`` picks one (``sqlite`` and ``memory`` are built in)."""
+        raise NotImplementedError
+
+    @hookspec
+    def pai_models(self) -> Sequence[ModelRegistration]:
+        """Return the model providers this plugin provides, one per name; the prefix of
+        ``"openai:gpt-4.1-mini"`` and ``[model] provider`` pick one."""
         raise NotImplementedError
 
     @hookspec
@@ -337,6 +344,13 @@ class Plugins:
                     "distribution or have it register another scheme"
                 )
         return found
+
+    def models(self) -> dict[str, ModelRegistration]:
+        """Every model provider plugins register, by name (``openai``); one name registered by
+        two distributions is a :class:`DuplicateRegistrationError` naming both."""
+        return self.registrations(
+            "pai_models", ModelRegistration, key=lambda r: r.name, kind="model provider"
+        )
 
     def extend_cli(self, cli: click.Group) -> list[str]:
         """Let every plugin add its commands to ``cli``, one plugin at a time.

@@ -8,7 +8,7 @@ client reaches the first two through the small interfaces :mod:`pai.core._admin`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -19,6 +19,7 @@ from pai.core._binding import CapabilityBinding
 from pai.core._errors import CapabilityBindingError
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._loop import AgentLoop
+from pai.core._model import Model
 from pai.core._storage import Storage
 from pai.core._threads import Threads
 
@@ -51,6 +52,7 @@ class AgentRuntime:
         on_runtime_error: OnRuntimeError | None,
         settlement_window: float,
         owns_storage: bool,
+        owned_models: Sequence[Model] = (),
     ) -> None:
         self.agent = agent
         self.storage = storage
@@ -59,6 +61,7 @@ class AgentRuntime:
         self._scope_key = scope_key
         self._user_key = user_key
         self._owns_storage = owns_storage
+        self._owned_models = tuple(owned_models)
         agents = _index_agents(agent)
         self._threads = Threads(
             agent=agent,
@@ -107,9 +110,16 @@ class AgentRuntime:
     async def aclose(self) -> None:
         """Await every binding's ``close()``, then close storage (if this runtime owns it).
 
-        Close releases local resources only; durable state (containers, files) stays.
+        Models the runtime built from names or configuration are closed too (their
+        ``aclose()``, when they have one). Close releases local resources only; durable state
+        (containers, files) stays.
         """
         await self._threads.close(owns_storage=self._owns_storage)
+        owned, self._owned_models = self._owned_models, ()
+        for model in owned:
+            aclose: Callable[[], Awaitable[object]] | None = getattr(model, "aclose", None)
+            if callable(aclose):
+                await aclose()
 
     async def __aenter__(self) -> Self:
         return self

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
@@ -292,12 +292,14 @@ def _defaults(config: Any, registrations: Mapping[str, Any]) -> list[dict[str, A
 
 
 def _check(config: Any) -> None:
-    """Validate the configuration as a runtime would: tables, ids, storage, every binding."""
+    """Validate the configuration as a runtime would: tables, ids, storage, every binding, the
+    model."""
     import anyio
 
     from pai.core._agent import Requirement
     from pai.core._config import check_capability_ids
     from pai.core._config_binding import bindings_from_config
+    from pai.core._model_config import check_model_config
     from pai.core._plugins import get_plugins
     from pai.core._storage_config import storage_from_config
 
@@ -311,12 +313,16 @@ def _check(config: Any) -> None:
         if config.capability(cap_id) is not None
     }
     bindings = bindings_from_config(configured, config=config, plugins=plugins)
+    model = check_model_config(config, plugins=plugins)
 
     async def release() -> None:
         for binding in bindings.values():
             await binding.close()
         if storage is not None:
             await storage.aclose()
+        aclose: Callable[[], Awaitable[object]] | None = getattr(model, "aclose", None)
+        if callable(aclose):
+            await aclose()
 
     anyio.run(release)
 
@@ -326,7 +332,7 @@ def _check(config: Any) -> None:
     "--check",
     is_flag=True,
     help="Also validate everything a runtime would (tables, capability ids, storage URL, every "
-    "configured capability's options); exit non-zero on the first problem.",
+    "configured capability's options, [model]); exit non-zero on the first problem.",
 )
 @json_option
 def config_command(check: bool, as_json: bool) -> None:
