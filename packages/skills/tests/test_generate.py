@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -63,6 +65,23 @@ def test_the_same_tree_gives_byte_identical_output_whatever_the_order_files_were
         shutil.copytree(skill, copy / skill.name)
 
     assert generate_module(copy).text.encode() == generate_module(TREE).text.encode()
+
+
+def test_a_formatter_leaves_the_module_byte_for_byte_so_check_stays_meaningful(
+    tmp_path: Path,
+) -> None:
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip("ruff is not installed in this environment")
+    copy = tmp_path / "generated.py"
+    shutil.copy(GOLDEN, copy)
+
+    subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--no-cache", str(copy)],
+        check=True,
+        capture_output=True,
+    )
+
+    assert copy.read_bytes() == GOLDEN.read_bytes()
 
 
 def test_the_module_exports_skills_sorted_by_name_and_a_skill_name_literal() -> None:
@@ -136,6 +155,17 @@ def test_a_utf8_bom_is_not_text_content_and_unicode_is_kept() -> None:
     assert "日本語" in notes.description
 
 
+def test_any_text_survives_the_module_exactly(tmp_path: Path) -> None:
+    odd = "a\u2028b\u2029c\x85d\x0ce\x1bf\rg\x7fh'''\"\"\"\\ {x} \\u0041 \U0001f600\n"
+    write_skill(tmp_path, "skill", VALID.format(name="skill"), **{"odd.txt": odd.encode()})
+    out = tmp_path / "generated.py"
+    out.write_text(generate_module(tmp_path).text, encoding="utf-8")
+
+    [skill] = load_module(out).skills
+
+    assert skill.files == ({"path": "odd.txt", "data": {"type": "text", "text": odd}},)
+
+
 # -- the command -----------------------------------------------------------------------------------
 
 
@@ -169,7 +199,7 @@ def test_check_passes_when_the_module_is_current(tmp_path: Path) -> None:
     assert "is up to date (4 skills" in result.stderr
 
 
-def test_check_fails_naming_the_changed_added_and_removed_skills(tmp_path: Path) -> None:
+def test_check_exits_1_naming_the_changed_added_and_removed_skills(tmp_path: Path) -> None:
     tree = tmp_path / "skills"
     shutil.copytree(TREE, tree)
     out = tmp_path / "generated.py"
@@ -181,11 +211,62 @@ def test_check_fails_naming_the_changed_added_and_removed_skills(tmp_path: Path)
 
     result = CliRunner().invoke(generate_skills_command, [str(tree), "-o", str(out), "--check"])
 
-    assert result.exit_code != 0
+    assert result.exit_code == 1
     assert "is stale (changed: matter-intake; added: new-skill; removed: csv-report)" in (
         result.stderr
     )
     assert out.read_bytes() == before
+
+
+def test_check_names_a_skill_changed_by_a_new_file(tmp_path: Path) -> None:
+    tree = tmp_path / "skills"
+    shutil.copytree(TREE, tree)
+    out = tmp_path / "generated.py"
+    shutil.copy(GOLDEN, out)
+    (tree / "release-notes" / "extra.md").write_text("# Extra\n", encoding="utf-8")
+
+    result = CliRunner().invoke(generate_skills_command, [str(tree), "-o", str(out), "--check"])
+
+    assert result.exit_code == 1
+    assert "is stale (changed: release-notes)" in result.stderr
+
+
+def test_check_of_a_module_that_is_not_utf8_says_it_is_stale(tmp_path: Path) -> None:
+    out = tmp_path / "generated.py"
+    out.write_bytes(b"\xff\xfe garbage")
+
+    result = CliRunner().invoke(generate_skills_command, [str(TREE), "-o", str(out), "--check"])
+
+    assert result.exit_code == 1
+    assert "is stale (added: csv-report, matter-intake, pdf-forms, release-notes)" in (
+        result.stderr
+    )
+
+
+def test_check_of_an_invalid_tree_exits_2_like_any_skills_error(tmp_path: Path) -> None:
+    write_skill(tmp_path / "skills", "broken", "---\nname: broken\n---\n")
+    out = tmp_path / "generated.py"
+    shutil.copy(GOLDEN, out)
+
+    result = CliRunner().invoke(
+        generate_skills_command, [str(tmp_path / "skills"), "-o", str(out), "--check"]
+    )
+
+    assert result.exit_code == 2
+    assert "broken/SKILL.md:1: the frontmatter has no description" in result.stderr
+
+
+def test_an_output_that_cannot_be_written_is_one_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "app"
+    blocker.write_text("a file where the folder should be\n", encoding="utf-8")
+
+    result = CliRunner().invoke(
+        generate_skills_command, [str(TREE), "-o", str(blocker / "generated.py")]
+    )
+
+    assert result.exit_code == 2
+    assert f"Error: cannot write {blocker / 'generated.py'}: " in result.stderr
+    assert blocker.read_text(encoding="utf-8") == "a file where the folder should be\n"
 
 
 def test_check_without_an_output_is_refused() -> None:
@@ -289,6 +370,24 @@ def test_a_description_must_be_a_non_empty_string(tmp_path: Path) -> None:
     ]
 
 
+def test_an_empty_value_is_reported_as_empty_not_as_a_type(tmp_path: Path) -> None:
+    write_skill(tmp_path, "skill", "---\nname:\ndescription: ~\nmetadata:\n  owner:\n---\n")
+
+    assert problems_of(tmp_path) == [
+        "skill/SKILL.md:2: name is empty; write its value after 'name:'",
+        "skill/SKILL.md:3: description is empty; write its value after 'description:'",
+        "skill/SKILL.md:5: metadata.owner is empty; write its value after 'owner:'",
+    ]
+
+
+def test_a_description_that_is_a_yaml_number_must_be_quoted(tmp_path: Path) -> None:
+    write_skill(tmp_path, "skill", "---\nname: skill\ndescription: 42\n---\n")
+
+    assert problems_of(tmp_path) == [
+        "skill/SKILL.md:3: description must be a string, got int 42; quote it in the YAML"
+    ]
+
+
 def test_license_must_be_a_string(tmp_path: Path) -> None:
     write_skill(tmp_path, "skill", "---\nname: skill\ndescription: d\nlicense: [MIT]\n---\n")
 
@@ -307,7 +406,7 @@ def test_compatibility_is_at_most_500_characters(tmp_path: Path) -> None:
     ]
 
 
-def test_metadata_must_map_strings_to_strings(tmp_path: Path) -> None:
+def test_metadata_must_map_strings_to_strings_each_problem_at_its_key(tmp_path: Path) -> None:
     write_skill(tmp_path, "listed", "---\nname: listed\ndescription: d\nmetadata: [a]\n---\n")
     write_skill(
         tmp_path,
@@ -317,18 +416,19 @@ def test_metadata_must_map_strings_to_strings(tmp_path: Path) -> None:
 
     assert problems_of(tmp_path) == [
         "listed/SKILL.md:4: metadata must be a mapping of string keys to string values, got list",
-        "numbers/SKILL.md:4: metadata.version must be a string, got float 1.0; quote it",
-        "numbers/SKILL.md:4: metadata key 1 must be a string; quote it",
+        "numbers/SKILL.md:5: metadata.version must be a string, got float 1.0; quote it in "
+        "the YAML",
+        "numbers/SKILL.md:6: metadata key 1 must be a string; quote it",
     ]
 
 
-def test_pai_requires_accepts_only_sandbox(tmp_path: Path) -> None:
+def test_pai_requires_accepts_only_sandbox_reported_at_its_line(tmp_path: Path) -> None:
     write_skill(
         tmp_path, "skill", "---\nname: skill\ndescription: d\nmetadata:\n  pai-requires: gpu\n---\n"
     )
 
     assert problems_of(tmp_path) == [
-        "skill/SKILL.md:4: metadata.pai-requires is 'gpu'; the only value is 'sandbox'"
+        "skill/SKILL.md:5: metadata.pai-requires is 'gpu'; the only value is 'sandbox'"
     ]
 
 
@@ -347,6 +447,58 @@ def test_a_key_may_appear_only_once(tmp_path: Path) -> None:
     assert problems_of(tmp_path) == [
         "skill/SKILL.md:4: key 'description' appears twice (first at line 3); keep one"
     ]
+
+
+def test_a_key_may_appear_only_once_inside_metadata_too(tmp_path: Path) -> None:
+    write_skill(
+        tmp_path,
+        "skill",
+        "---\nname: skill\ndescription: d\nmetadata:\n  owner: a\n  owner: b\n---\n",
+    )
+
+    assert problems_of(tmp_path) == [
+        "skill/SKILL.md:6: key 'metadata.owner' appears twice (first at line 5); keep one"
+    ]
+
+
+def test_an_unknown_key_that_is_not_a_string_is_reported_at_its_line(tmp_path: Path) -> None:
+    write_skill(tmp_path, "skill", "---\nname: skill\ndescription: d\nnull: x\n---\n")
+
+    [problem] = problems_of(tmp_path)
+    assert problem.startswith("skill/SKILL.md:4: unknown frontmatter key None ")
+
+
+def test_crlf_line_endings_are_read_like_lf(tmp_path: Path) -> None:
+    write_skill(
+        tmp_path,
+        "skill",
+        "---\r\nname: skill\r\ndescription: >\r\n  Two\r\n  lines.\r\n---\r\n# Body\r\n---\r\n",
+    )
+
+    module = generate_module(tmp_path)
+
+    assert '        description="Two lines.",' in module.text
+    assert '        body="# Body\\r\\n---\\r\\n",' in module.text
+
+
+def test_a_bom_before_the_frontmatter_is_ignored(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "skill", "")
+    (skill / "SKILL.md").write_bytes(b"\xef\xbb\xbf" + VALID.format(name="skill").encode())
+
+    assert generate_module(tmp_path).names == ("skill",)
+
+
+def test_only_a_line_of_three_hyphens_closes_the_frontmatter(tmp_path: Path) -> None:
+    write_skill(
+        tmp_path,
+        "skill",
+        "---\nname: skill\ndescription: |\n  a\n  ---\n  b\n---  \nbody\n",
+    )
+
+    module = generate_module(tmp_path)
+
+    assert '        description="a --- b",' in module.text
+    assert '        body="body\\n",' in module.text
 
 
 def test_skill_md_must_open_and_close_its_frontmatter(tmp_path: Path) -> None:
@@ -410,6 +562,41 @@ def test_a_symlink_looping_back_into_its_folder_is_refused(tmp_path: Path) -> No
     (skill / "loop").symlink_to(skill)
 
     assert problems_of(tmp_path) == ["skill/loop: symlink makes a loop back into its own folder"]
+
+
+def test_a_symlink_loop_is_refused_without_crashing(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "skill", VALID.format(name="skill"))
+    (skill / "a").symlink_to("b")
+    (skill / "b").symlink_to("a")
+    (tmp_path / "x").symlink_to("y")
+    (tmp_path / "y").symlink_to("x")
+
+    assert problems_of(tmp_path) == [
+        "skill/a: symlink to 'b' loops; remove it",
+        "skill/b: symlink to 'a' loops; remove it",
+        "x: symlink to 'y' loops; remove it",
+        "y: symlink to 'x' loops; remove it",
+    ]
+
+
+def test_a_file_next_to_the_skill_folders_is_not_read_wherever_it_links(tmp_path: Path) -> None:
+    outside = tmp_path / "README.md"
+    outside.write_text("notes\n", encoding="utf-8")
+    root = tmp_path / "skills"
+    write_skill(root, "skill", VALID.format(name="skill"))
+    (root / "README.md").symlink_to(outside)
+
+    module = generate_module(root)
+
+    assert module.names == ("skill",)
+    assert "notes" not in module.text
+
+
+def test_a_file_that_is_not_regular_is_refused(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "skill", VALID.format(name="skill"))
+    os.mkfifo(skill / "pipe")
+
+    assert problems_of(tmp_path) == ["skill/pipe: is not a regular file or folder; remove it"]
 
 
 def test_a_file_named_like_the_sandbox_marker_is_refused(tmp_path: Path) -> None:

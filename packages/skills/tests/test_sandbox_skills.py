@@ -17,7 +17,7 @@ from skills_helpers import (
 )
 
 from pai.core import define_agent
-from pai.core.testing import ScriptedModel, create_test_runtime, text, tool_call
+from pai.core.testing import ScriptedModel, create_test_runtime, text, tool_call, tool_calls
 from pai.sandbox import sandbox_capability
 from pai.skills import MARKER, define_skills
 
@@ -100,6 +100,31 @@ async def test_a_second_load_finds_the_marker_current_and_writes_nothing(
     first, second, script = tool_results(result.messages)
     assert first.content == second.content
     assert script.content.startswith('<skill_file name="csv-report" path="scripts/count.sh">')
+
+
+async def test_loads_of_one_skill_in_the_same_step_copy_it_once(
+    provider: CountingProvider,
+) -> None:
+    skills = define_skills(skills=generated, sandbox=True)
+    model = ScriptedModel(
+        [
+            tool_calls(
+                ("skill", {"name": "csv-report"}),
+                ("skill", {"name": "csv-report", "path": "scripts/count.sh"}),
+                ("skill", {"name": "csv-report", "path": "data/sample.csv"}),
+            ),
+            text("ok"),
+        ]
+    )
+    async with create_test_runtime(
+        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
+    ) as runtime:
+        thread = await runtime.admin(identity="u").create_thread()
+        result = await thread.send("go")
+        await thread.delete()
+
+    assert provider.writes == [CSV_COPY]
+    assert [m.is_error for m in tool_results(result.messages)] == [False, False, False]
 
 
 async def test_a_stale_copy_is_copied_again(provider: CountingProvider) -> None:

@@ -10,7 +10,14 @@ from skills_golden.generated import skills as generated
 from skills_helpers import Plan, enterprise_only, plan_of, tool_results
 
 from pai.core import InMemoryStorage, ModelRequest, define_agent
-from pai.core.testing import FunctionModel, ScriptedModel, create_test_runtime, text, tool_call
+from pai.core.testing import (
+    FunctionModel,
+    ScriptedModel,
+    create_test_runtime,
+    run_tool,
+    text,
+    tool_call,
+)
 from pai.skills import (
     TOOL_ID,
     SkillEntry,
@@ -205,6 +212,50 @@ async def test_a_leading_dot_slash_is_ignored_and_paths_otherwise_match_exactly(
     assert skill_md.content.startswith('<skill_content name="matter-intake">')
 
 
+async def test_paths_leaving_or_rewriting_the_folder_match_no_file() -> None:
+    skills = seed_example()
+    paths = ["../SKILL.md", "references/../SKILL.md", "/SKILL.md", "references//checklist.md", ""]
+
+    _, result = await run(
+        skills,
+        *(tool_call("skill", {"name": "matter-intake", "path": path}) for path in paths),
+        text("done"),
+    )
+
+    for path, saved in zip(paths, tool_results(result.messages), strict=True):
+        assert saved.content == (
+            f"The skill 'matter-intake' has no file {path!r}. Its files: SKILL.md, "
+            "references/checklist.md."
+        )
+
+
+async def test_an_available_function_that_raises_fails_the_call_with_its_error() -> None:
+    def broken(input: Any) -> bool:
+        raise LookupError("plan service down")
+
+    skills = define_skills(skills=PLAIN, available=broken)
+
+    ran = await run_tool(skills.tool, input={"name": "release-notes"})
+
+    assert ran.output is None
+    assert ran.result.is_error
+    assert ran.result.content.endswith("LookupError: plan service down")
+
+
+async def test_a_sandbox_function_that_raises_fails_the_call_with_its_error() -> None:
+    def broken(input: Any) -> bool:
+        raise LookupError("no sandbox info")
+
+    skills = define_skills(skills=generated, sandbox=broken)
+
+    ran = await run_tool(
+        skills.tool, input={"name": "csv-report"}, capabilities={"sandbox": object()}
+    )
+
+    assert ran.result.is_error
+    assert ran.result.content.endswith("LookupError: no sandbox info")
+
+
 async def test_a_skill_not_offered_cannot_be_read_by_name() -> None:
     skills = seed_example()
 
@@ -269,7 +320,7 @@ async def test_the_tool_output_is_the_structured_skill_tool_output() -> None:
     assert unavailable.expect_output() == SkillToolUnavailable(name="csv-report")
 
 
-async def test_a_binary_file_has_binary_true_and_empty_text() -> None:
+async def test_a_binary_file_has_binary_true_and_empty_text_and_is_not_sent_to_a_sandbox() -> None:
     logo = {"path": "logo.png", "data": {"type": "data", "data": "iVBORw0KGgo="}}
     entry = SkillEntry(
         name="brand", description="Brand rules.", body="Use the logo.\n", files=(logo,)
@@ -285,7 +336,7 @@ async def test_a_binary_file_has_binary_true_and_empty_text() -> None:
     assert saved.output["binary"] is True
     assert saved.content == (
         '<skill_file name="brand" path="logo.png" binary="true">\n'
-        "This is a binary file; use it from the sandbox, not as text.\n"
+        "This is a binary file, which cannot be shown as text.\n"
         "</skill_file>"
     )
     from pai.core.testing import run_tool

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import click
 from pai.core.cli import fail, note
 from pai.skills._errors import SkillSourceError
 from pai.skills._generate import generate_module, staleness
+
+EXIT_STALE = 1
+"""The exit status of ``--check`` when the module is out of date."""
 
 
 def _size(size: int) -> str:
@@ -56,29 +60,40 @@ def generate_skills_command(src_dir: Path, output: Path | None, check: bool) -> 
         if output is None:
             fail("--check compares against a module: give it with -o MODULE.py")
         try:
-            existing = output.read_text(encoding="utf-8")
+            existing = output.read_bytes().decode("utf-8", "replace")
         except FileNotFoundError:
             fail(
                 f"{output} does not exist; run `pai generate skills {src_dir} -o {output}` to "
                 "write it"
             )
+        except OSError as error:
+            fail(f"cannot read {output}: {error.strerror or error}")
         stale = staleness(module, existing)
         if stale is not None:
-            fail(
-                f"{output} is stale ({stale.describe()}); run `pai generate skills {src_dir} "
-                f"-o {output}` and commit the result"
+            # Exit 1, like a formatter's --check: the module is out of date (2 is a usage or
+            # skills-folder error).
+            click.echo(
+                f"Error: {output} is stale ({stale.describe()}); run `pai generate skills "
+                f"{src_dir} -o {output}` and commit the result",
+                err=True,
             )
+            raise click.exceptions.Exit(EXIT_STALE)
         note(f"{output} is up to date ({count} skill{plural}, {_size(module.size)})")
         return
     if output is None:
         click.echo(module.text, nl=False)
         note(f"{count} skill{plural}; the module is {_size(module.size)}")
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
     # Write next to the target and rename, so a reader never sees half a module.
     partial = output.with_name(f".{output.name}.partial")
-    partial.write_bytes(module.text.encode())
-    partial.replace(output)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(module.text.encode())
+        partial.replace(output)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        fail(f"cannot write {output}: {error.strerror or error}")
     took = time.perf_counter() - started
     note(
         f"wrote {output}: {count} skill{plural} ({', '.join(module.names)}), "

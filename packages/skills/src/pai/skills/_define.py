@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import inspect
 import posixpath
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeAlias, cast
 
+import anyio
 from typing_extensions import TypeVar
 
 from pai.core import Tool, ToolContext, ToolEnabledInput, ToolEntry, define_tool
@@ -362,6 +364,11 @@ class Skills(Generic[NameT, ContextT]):
             to_model_text=output_text,
         )
         self.tools = {TOOL_NAME: ToolEntry(tool=self.tool, enabled=self._enabled)}
+        # One lock per (sandbox, skill folder) while a load checks or writes the copy; an entry
+        # lives only as long as some load holds or waits for its lock.
+        self._copying: weakref.WeakValueDictionary[tuple[str, str], anyio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     # -- the catalog ----------------------------------------------------------------------------
 
@@ -442,20 +449,26 @@ class Skills(Generic[NameT, ContextT]):
             environment_reset=True if reset else None,
         )
 
-    @staticmethod
-    async def _ensure_copy(sandbox: Sandbox, copy: _Copy) -> bool:
+    async def _ensure_copy(self, sandbox: Sandbox, copy: _Copy) -> bool:
         """Check the skill's copy in the sandbox; write it in one batch when missing or stale.
 
-        Returns whether the sandbox was re-created meanwhile (its earlier files are gone).
+        Loads of one skill into one sandbox take turns (the model may load a skill and its files
+        in one step), so the first copies and the others find the marker current. Returns
+        whether the sandbox was re-created meanwhile (its earlier files are gone).
         """
-        resets = sandbox.environment_resets
-        try:
-            current = await sandbox.read_file(copy.marker_path) == copy.marker
-        except (SandboxFileNotFoundError, SandboxFileTooLargeError):
-            current = False  # missing, or something else sits there: copy the skill again
-        if not current:
-            await sandbox.write_files(copy.writes)
-        return sandbox.environment_resets != resets
+        key = (sandbox.key, copy.folder)
+        lock = self._copying.get(key)
+        if lock is None:
+            lock = self._copying[key] = anyio.Lock()
+        async with lock:
+            resets = sandbox.environment_resets
+            try:
+                current = await sandbox.read_file(copy.marker_path) == copy.marker
+            except (SandboxFileNotFoundError, SandboxFileTooLargeError):
+                current = False  # missing, or something else sits there: copy the skill again
+            if not current:
+                await sandbox.write_files(copy.writes)
+            return sandbox.environment_resets != resets
 
     def __repr__(self) -> str:
         return f"Skills({[entry.name for entry in self.skills]}, sandbox_dir={self.sandbox_dir!r})"

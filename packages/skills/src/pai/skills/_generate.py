@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import base64
 import difflib
+import errno
 import json
 import os
 import stat
@@ -113,6 +114,20 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def _resolve(path: Path) -> Path | None:
+    """Where ``path`` leads once every symlink is followed; ``None`` for a symlink loop."""
+    try:
+        resolved = path.resolve()
+    except RuntimeError:  # Python before 3.13
+        return None
+    try:
+        resolved.stat()  # Python 3.13+ returns a looping path unresolved: stat says ELOOP
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return None
+    return resolved
+
+
 def _walk(
     folder: Path, rel: str, root: Path, problems: _Problems, active: frozenset[Path]
 ) -> Iterator[tuple[str, Path]]:
@@ -127,7 +142,10 @@ def _walk(
         path = Path(entry.path)
         relative = f"{rel}{entry.name}"
         if entry.is_symlink():
-            target = path.resolve()
+            target = _resolve(path)
+            if target is None:
+                problems.add(path, None, f"symlink to {os.readlink(path)!r} loops; remove it")
+                continue
             if not _inside(target, root):
                 problems.add(
                     path,
@@ -159,9 +177,13 @@ def _walk(
 
 
 def _split_frontmatter(text: str, file: Path, problems: _Problems) -> tuple[str, str, int] | None:
-    """(frontmatter, body, the frontmatter's first line number), or ``None`` after a problem."""
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip() != "---":
+    """(frontmatter, body, the frontmatter's first line number), or ``None`` after a problem.
+
+    Lines end at ``\n`` (``\r\n`` too); other characters Python counts as line breaks (form
+    feeds, U+2028) are content, as they are to YAML's line numbers of ordinary files.
+    """
+    lines = text.split("\n")
+    if lines[0].rstrip(" \t\r") != "---":
         problems.add(
             file,
             1,
@@ -170,22 +192,67 @@ def _split_frontmatter(text: str, file: Path, problems: _Problems) -> tuple[str,
         )
         return None
     for index in range(1, len(lines)):
-        if lines[index].rstrip() == "---":
-            body = "".join(lines[index + 1 :]).lstrip("\r\n")
-            return "".join(lines[1:index]), body, 2
+        if lines[index].rstrip(" \t\r") == "---":
+            body = "\n".join(lines[index + 1 :]).lstrip("\r\n")
+            return "".join(f"{line}\n" for line in lines[1:index]), body, 2
     problems.add(file, 1, "the frontmatter opened here is never closed; add a line '---' after it")
     return None
+
+
+def _not_a_string(key: str, value: object) -> str:
+    if value is None:
+        return f"{key} is empty; write its value after '{key.rsplit('.', 1)[-1]}:'"
+    return f"{key} must be a string, got {type(value).__name__} {value!r}; quote it in the YAML"
 
 
 def _string(value: object, key: str, line: int, file: Path, problems: _Problems) -> str | None:
     if isinstance(value, str):
         return value
-    problems.add(
-        file,
-        line,
-        f"{key} must be a string, got {type(value).__name__} {value!r}; quote it in the YAML",
-    )
+    problems.add(file, line, _not_a_string(key, value))
     return None
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _key_of(node: yaml.Node) -> str:
+    """A mapping key as the loaded frontmatter spells it (``1``, ``None``, ``name``)."""
+    if isinstance(node, yaml.ScalarNode) and node.tag == _STR_TAG:
+        return str(node.value)
+    try:
+        value: object = yaml.SafeLoader("").construct_object(node, deep=True)  # pyright: ignore[reportUnknownMemberType]
+        return str(value)
+    except yaml.YAMLError:
+        return str(node.value)
+
+
+def _key_lines(
+    node: yaml.MappingNode,
+    prefix: str,
+    first_line: int,
+    file: Path,
+    problems: _Problems,
+    lines: dict[str, int],
+    visited: set[int],
+) -> None:
+    """Record the line of every key (nested ones as ``metadata.version``), reporting keys that
+    appear twice in one mapping. Each node is visited once, however often aliases repeat it."""
+    if id(node) in visited:
+        return
+    visited.add(id(node))
+    seen: dict[str, int] = {}
+    for key_node, value_node in node.value:
+        key = _key_of(key_node)
+        label = f"{prefix}{key}"
+        line = first_line + key_node.start_mark.line
+        if key in seen:
+            problems.add(
+                file, line, f"key {label!r} appears twice (first at line {seen[key]}); keep one"
+            )
+        seen[key] = line
+        lines[label] = line
+        if isinstance(value_node, yaml.MappingNode):
+            _key_lines(value_node, f"{label}.", first_line, file, problems, lines, visited)
 
 
 def _parse_frontmatter(
@@ -208,18 +275,13 @@ def _parse_frontmatter(
         )
         return None
     lines: dict[str, int] = {}
-    for key_node, _ in node.value:
-        key = str(key_node.value)
-        line = first_line + key_node.start_mark.line
-        if key in lines:
-            problems.add(
-                file, line, f"key {key!r} appears twice (first at line {lines[key]}); keep one"
-            )
-        lines[key] = line
+    _key_lines(node, "", first_line, file, problems, lines, set())
     return cast("dict[str, object]", values), lines
 
 
-def _metadata(value: object, line: int, file: Path, problems: _Problems) -> dict[str, str] | None:
+def _metadata(
+    value: object, line: int, lines: dict[str, int], file: Path, problems: _Problems
+) -> dict[str, str] | None:
     if not isinstance(value, dict):
         problems.add(
             file,
@@ -231,15 +293,12 @@ def _metadata(value: object, line: int, file: Path, problems: _Problems) -> dict
     result: dict[str, str] = {}
     ok = True
     for key, item in cast("dict[object, object]", value).items():
+        where = lines.get(f"metadata.{key}", line)
         if not isinstance(key, str):
-            problems.add(file, line, f"metadata key {key!r} must be a string; quote it")
+            problems.add(file, where, f"metadata key {key!r} must be a string; quote it")
             ok = False
         elif not isinstance(item, str):
-            problems.add(
-                file,
-                line,
-                f"metadata.{key} must be a string, got {type(item).__name__} {item!r}; quote it",
-            )
+            problems.add(file, where, _not_a_string(f"metadata.{key}", item))
             ok = False
         else:
             result[key] = item
@@ -342,12 +401,12 @@ def _validate(
             )
     metadata: dict[str, str] | None = {}
     if "metadata" in values:
-        metadata = _metadata(values["metadata"], line_of("metadata"), file, problems)
+        metadata = _metadata(values["metadata"], line_of("metadata"), lines, file, problems)
     requires = (metadata or {}).get(REQUIRES_KEY)
     if requires is not None and requires != "sandbox":
         problems.add(
             file,
-            line_of("metadata"),
+            lines.get(f"metadata.{REQUIRES_KEY}", line_of("metadata")),
             f"metadata.{REQUIRES_KEY} is {requires!r}; the only value is 'sandbox'",
         )
     allowed: tuple[str, ...] | None = ()
@@ -427,14 +486,21 @@ def read_skills(source: Path) -> list[ParsedSkill]:
         path = Path(entry.path)
         if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
             continue
-        if entry.is_symlink() and not _inside(path.resolve(), root):
-            problems.add(
-                path,
-                None,
-                f"symlink to {os.readlink(path)!r} leaves the skills folder; move the skill "
-                "into it instead",
-            )
-            continue
+        if entry.is_symlink():
+            target = _resolve(path)
+            if target is None:
+                problems.add(path, None, f"symlink to {os.readlink(path)!r} loops; remove it")
+                continue
+            if not target.is_dir():
+                continue  # a file next to the skill folders is not read, wherever it points
+            if not _inside(target, root):
+                problems.add(
+                    path,
+                    None,
+                    f"symlink to {os.readlink(path)!r} leaves the skills folder; move the skill "
+                    "into it instead",
+                )
+                continue
         if not path.is_dir():
             continue  # a README or a generated module next to the skill folders
         skill = _read_skill(path, root, problems)

@@ -123,12 +123,13 @@ def output_text(output: SkillToolOk | SkillToolNotFound | SkillToolUnavailable) 
         return "\n".join(parts)
     path = _attribute(output.path)
     if output.binary:
-        where = (
-            f" It is at {output.sandbox_path}/{output.path} in the sandbox."
+        body = (
+            "This is a binary file; use it from the sandbox, not as text. It is at "
+            f"{output.sandbox_path}/{output.path} in the sandbox."
             if output.sandbox_path is not None
-            else ""
+            # Only sandbox skills are copied: this file is in no sandbox the model can reach.
+            else "This is a binary file, which cannot be shown as text."
         )
-        body = f"This is a binary file; use it from the sandbox, not as text.{where}"
         parts = [f'<skill_file name="{name}" path="{path}" binary="true">', body]
     else:
         parts = [f'<skill_file name="{name}" path="{path}">', output.text.rstrip("\n")]
