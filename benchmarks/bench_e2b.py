@@ -3,7 +3,7 @@
 Run:  uv run python benchmarks/bench_e2b.py   (or: uv run nox -s bench)
 
 Starts the offline E2B emulator (``pai.sandbox_e2b.testing.E2BEmulator``) on 127.0.0.1; where it
-cannot run (it needs Linux user, mount and PID namespaces) it prints ``skipped: ...`` with the
+cannot run (it needs Linux user, mount, PID and network namespaces) it prints ``skipped: ...`` with the
 reason and exits 0. The provider makes one sandbox; the raw side connects the SDK's own
 ``AsyncSandbox`` to that same sandbox, so both sides pay the same emulator costs.
 

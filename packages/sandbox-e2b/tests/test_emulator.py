@@ -6,11 +6,13 @@ asyncio only: the e2b SDK is asyncio-only.
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio.to_thread
 import pytest
 from e2b import (
     AsyncSandbox,
@@ -21,6 +23,7 @@ from e2b import (
     SandboxQuery,
 )
 
+from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
@@ -144,7 +147,7 @@ async def test_each_command_gets_the_environment_it_asked_for_and_not_the_hosts(
     assert result.stdout == "hi|none|/home/user\n"
 
 
-async def test_an_emulator_started_with_async_with_serves_and_cleans_up() -> None:
+async def test_an_emulator_started_with_async_with_serves_and_deletes_its_folders() -> None:
     async with E2BEmulator() as emulator:
         sandbox = await AsyncSandbox.create(timeout=60, **options(emulator))
         assert (await sandbox.commands.run("echo up")).stdout == "up\n"
@@ -152,4 +155,73 @@ async def test_an_emulator_started_with_async_with_serves_and_cleans_up() -> Non
         root = held.root
         assert root.is_dir()
     assert not root.exists()
+    assert not root.parent.exists()  # the emulator's own folder
     assert emulator.sandboxes() == []
+
+
+async def test_stopping_does_not_wait_for_a_command_that_is_still_running() -> None:
+    emulator = E2BEmulator().start()
+    try:
+        sandbox = await AsyncSandbox.create(timeout=60, **options(emulator))
+        await sandbox.commands.run("sleep 1000", background=True, timeout=0)
+    finally:
+        started = time.monotonic()
+        await anyio.to_thread.run_sync(emulator.stop)
+    assert time.monotonic() - started < 5
+    assert emulator.sandboxes() == []
+
+
+async def test_answer_not_found_makes_envd_answer_502_that_many_times(
+    emulator: E2BEmulator, raw: AsyncSandbox
+) -> None:
+    emulator.answer_not_found(raw.sandbox_id, times=2)
+    for _ in range(2):
+        with pytest.raises(SandboxNotRunningException):
+            await raw.files.exists("/home/user")
+    assert await raw.files.exists("/home/user")
+
+
+async def test_the_request_log_shows_each_request_with_its_sandbox(
+    emulator: E2BEmulator, raw: AsyncSandbox
+) -> None:
+    await raw.files.write("/home/user/logged.txt", b"x")
+    await raw.set_timeout(50)
+    seen = [(r.method, r.path) for r in emulator.requests(raw.sandbox_id)]
+    assert ("POST", "/files") in seen
+    assert ("POST", f"/sandboxes/{raw.sandbox_id}/timeout") in seen
+    (timeout,) = [r for r in emulator.requests(raw.sandbox_id) if r.path.endswith("/timeout")]
+    assert timeout.body == {"timeout": 50}
+
+
+# bash opens a TCP connection for a redirection from /dev/tcp/HOST/PORT.
+CONNECT = "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+
+
+async def test_commands_have_no_network_unless_internet_access_is_allowed(
+    emulator: E2BEmulator,
+) -> None:
+    port = emulator.url.rsplit(":", 1)[1]
+    results: dict[bool, tuple[int, str]] = {}
+    for allowed in (False, True):
+        provider = E2BSandboxProvider(
+            api_key=emulator.api_key,
+            api_url=emulator.url,
+            sandbox_url=emulator.url,
+            namespace=f"pai-test-{uuid.uuid4().hex[:12]}",
+            allow_internet_access=allowed,
+        )
+        instance = await provider.create("net")
+        try:
+            done = await instance.run(
+                CONNECT.format(port=port),
+                cwd="/",
+                env={},
+                stdin=None,
+                timeout=10,
+                output_limit=1024,
+            )
+            results[allowed] = (done.exit_code, done.stdout.decode())
+        finally:
+            await provider.destroy("net")
+    assert results[False][0] != 0
+    assert results[True] == (0, "connected\n")

@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from pai.sandbox import SeedFile, create_sandbox, create_sandbox_session_manager
+from pai.sandbox.provider import SandboxFileTooLargeError
 from pai.sandbox_e2b import E2BSandboxProvider, key_hash
 from pai.sandbox_e2b.testing import E2BEmulator, EmulatedSandbox
 
@@ -220,5 +221,108 @@ async def test_a_sandbox_that_expires_during_a_command_is_re_created_and_the_com
         assert result.stdout == "seed\n"
         assert result.duration < 10
         assert sandbox.environment_resets == 1
+    finally:
+        await provider.destroy(key)
+
+
+async def test_every_connect_passes_the_configured_timeout(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    key = uuid.uuid4().hex
+    sandbox = create_sandbox(
+        create_sandbox_session_manager(
+            provider=provider_for(emulator, namespace, timeout=77)
+        ).handle(key)
+    )
+    try:
+        await sandbox.write_file("kept.txt", "kept")
+        held = sandbox_of(emulator, namespace, key)
+        await provider_for(emulator, namespace, timeout=77).find(key)  # another provider object
+        emulator.pause(held.sandbox_id)
+        assert (await sandbox.run_command("cat kept.txt")).stdout == "kept"  # resumed
+        connects = [r for r in emulator.requests(held.sandbox_id) if r.path.endswith("/connect")]
+        assert len(connects) >= 2
+        assert [(r.body or {}).get("timeout") for r in connects] == [77] * len(connects)
+    finally:
+        await provider_for(emulator, namespace).destroy(key)
+
+
+async def test_an_intermittent_not_found_is_retried_on_the_same_sandbox(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    try:
+        await sandbox.write_file("kept.txt", "kept")
+        held = sandbox_of(emulator, namespace, key)
+        emulator.answer_not_found(held.sandbox_id, times=1)
+        result = await sandbox.run_command("cat kept.txt")
+        assert (result.stdout, result.environment_reset) == ("kept", False)
+        assert sandbox_of(emulator, namespace, key).sandbox_id == held.sandbox_id
+    finally:
+        await provider.destroy(key)
+
+
+async def test_a_not_found_that_persists_gives_a_fresh_sandbox_with_the_seed(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    sessions = create_sandbox_session_manager(
+        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed\n")]
+    )
+    sandbox = create_sandbox(sessions.handle(key))
+    try:
+        await sandbox.write_file("scratch.txt", "lost")
+        held = sandbox_of(emulator, namespace, key)
+        emulator.answer_not_found(held.sandbox_id, times=100)
+        result = await sandbox.run_command("cat seed.txt; ls")
+        assert result.environment_reset
+        assert result.stdout == "seed\nseed.txt\n"
+        assert sandbox_of(emulator, namespace, key).sandbox_id != held.sandbox_id
+        assert held.sandbox_id not in [s.sandbox_id for s in emulator.sandboxes()]
+    finally:
+        await provider.destroy(key)
+
+
+async def test_a_batch_write_is_one_upload_request(emulator: E2BEmulator, namespace: str) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    try:
+        await sandbox.run_command("true")
+        held = sandbox_of(emulator, namespace, key)
+        before = len(emulator.requests(held.sandbox_id))
+        await sandbox.write_files({f"batch/{i}.txt": f"file {i}" for i in range(50)})
+        uploads = [r for r in emulator.requests(held.sandbox_id)[before:] if r.path == "/files"]
+        assert [r.method for r in uploads] == ["POST"]
+        assert await sandbox.read_text("batch/49.txt") == "file 49"
+    finally:
+        await provider.destroy(key)
+
+
+async def test_a_read_over_the_limit_is_refused_without_downloading_the_file(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    instance = await provider.create(key)
+    try:
+        await instance.run(
+            "head -c 100000 /dev/zero > /workspace/big",
+            cwd="/workspace",
+            env={},
+            stdin=None,
+            timeout=10,
+            output_limit=1024,
+        )
+        before = len(emulator.requests(instance.instance_id))
+        with pytest.raises(SandboxFileTooLargeError):
+            await instance.read_file("/workspace/big", max_bytes=1000)
+        downloads = [
+            r for r in emulator.requests(instance.instance_id)[before:] if r.path == "/files"
+        ]
+        assert downloads == []
     finally:
         await provider.destroy(key)

@@ -41,12 +41,17 @@ def test_a_misspelt_option_is_refused_by_name() -> None:
         build_provider("e2b", {"tempalte": "base", "api_key": "k"})
 
 
-@pytest.mark.parametrize("timeout", [0, -5, 86_401, "soon"])
+@pytest.mark.parametrize("timeout", [0, -5, 86_401, "soon", "5", 5.5, True])
 def test_a_sandbox_timeout_e2b_cannot_take_is_refused_when_the_options_are_read(
     timeout: object,
 ) -> None:
     with pytest.raises(ProviderOptionsError, match="timeout"):
         build_provider("e2b", {"timeout": timeout, "api_key": "k"})
+
+
+def test_a_misspelt_option_gets_a_did_you_mean() -> None:
+    with pytest.raises(ProviderOptionsError, match="did you mean 'allow_internet_access'"):
+        build_provider("e2b", {"allow_internet": True, "api_key": "k"})
 
 
 def test_the_factory_builds_a_provider_without_connecting() -> None:
@@ -55,6 +60,7 @@ def test_the_factory_builds_a_provider_without_connecting() -> None:
         {
             "api_key": "e2b_test",
             "api_url": "http://127.0.0.1:9",
+            "sandbox_url": "http://127.0.0.1:9",
             "template": "python",
             "timeout": 600,
             "namespace": "ns",

@@ -6,7 +6,11 @@ asyncio only: the e2b SDK is asyncio-only.
 
 from __future__ import annotations
 
+import os
 import secrets
+import select
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -105,3 +109,54 @@ async def test_stdin_is_fed_through_envd(raw: AsyncSandbox) -> None:
     await handle.send_stdin(b"12345")
     await handle.close_stdin()
     assert (await handle.wait()).stdout.strip() == "5"
+
+
+# An emulator in a process that dies without stopping it, a command still running.
+DIE_WITH_A_COMMAND_RUNNING = """
+import asyncio, os, sys
+from e2b import AsyncSandbox
+from pai.sandbox_e2b.testing import E2BEmulator
+
+async def main() -> None:
+    emulator = E2BEmulator().start()
+    sandbox = await AsyncSandbox.create(
+        api_key=emulator.api_key, api_url=emulator.url, sandbox_url=emulator.url
+    )
+    await sandbox.commands.run(sys.argv[1], background=True, timeout=0)
+    await sandbox.commands.run("true")
+    (held,) = emulator.sandboxes()
+    print(held.root.parent, flush=True)
+    os.kill(os.getpid(), 9)
+
+asyncio.run(main())
+"""
+
+
+def wait_for_exit(pid: int, seconds: float) -> None:
+    """Wait (at most ``seconds``) for a process that is not our child to end."""
+    try:
+        descriptor = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([descriptor], [], [], seconds)
+    finally:
+        os.close(descriptor)
+
+
+def test_an_emulator_killed_without_stopping_leaves_no_process_and_its_files_are_swept() -> None:
+    n = unique_sleep()
+    done = subprocess.run(
+        [sys.executable, "-c", DIE_WITH_A_COMMAND_RUNNING, f"sleep {n}"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    home = Path(done.stdout.decode().strip())
+    assert home.name.startswith("pai-e2b-"), done.stderr.decode()
+    assert home.is_dir()
+    for line in host_processes(f"sleep {n}"):  # the kernel ends them (parent-death signal)
+        wait_for_exit(int(line.split(":")[0]), 5)
+    assert host_processes(f"sleep {n}") == []
+    with E2BEmulator():
+        assert not home.exists()

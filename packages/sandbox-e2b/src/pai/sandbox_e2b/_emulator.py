@@ -2,7 +2,8 @@
 
 A TEST DOUBLE, NOT ISOLATION. Each sandbox is a temporary folder on this machine (its root);
 commands run as ordinary processes of the user running the emulator, chrooted into that folder
-inside a fresh user, mount and PID namespace (Linux ``unshare``), with the host's ``/usr``,
+inside a fresh user, mount, PID and (unless the sandbox allows internet access) network
+namespace (Linux ``unshare``), with the host's ``/usr``,
 ``/bin``, ``/lib*``, ``/etc`` and ``/opt`` bound read-only (where the host lets them be) and
 ``/dev`` bound as it is. That makes ``/workspace``, ``/tmp`` and ``/home/user`` the sandbox's own
 and lets a timeout kill everything a command started, but it protects the host from nothing a
@@ -22,7 +23,7 @@ Served on one port (``url``), used both as ``api_url`` and as ``sandbox_url``:
 
 Limits, stated plainly: no templates (every template id gives the same host userland), no
 users (commands run as the namespace's root, which is the emulator's own user), no network
-rules (``allow_internet_access`` is recorded, not enforced), no PTY, no watches, no snapshots.
+unless ``allow_internet_access`` is true (then the host's), no PTY, no watches, no snapshots.
 A command's background processes end with it (each command has its own PID namespace), and a
 pause ends running commands (the files stay).
 """
@@ -141,18 +142,21 @@ def _probe() -> str | None:
         detail = done.stderr.decode(errors="replace").strip()
         return (
             "this host does not let an unprivileged process create user, mount and PID "
-            f"namespaces (`unshare --user --map-root-user --mount --pid` failed: {detail})"
+            f"namespaces (`unshare --user --map-root-user --mount --pid --net` failed: {detail})"
         )
     return None
 
 
-def _unshare_argv(unshare: str) -> list[str]:
+def _unshare_argv(unshare: str, *, network: bool = False) -> list[str]:
+    """``unshare`` in new user, mount and PID namespaces, and a network namespace of its own
+    (nothing but a loopback that is down) unless ``network``."""
     return [
         unshare,
         "--user",
         "--map-root-user",
         "--mount",
         "--pid",
+        *(() if network else ("--net",)),
         "--fork",
         "--kill-child",
         "--",
@@ -189,6 +193,38 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, **handler)
     if path.exists():
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a running (not a zombie) process."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return status[status.rfind(b")") + 2 : status.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+_HOME_PREFIX = "pai-e2b-"
+
+
+def _make_home() -> Path:
+    """A folder for this emulator's sandboxes, named for this process (see :func:`_sweep`)."""
+    return Path(tempfile.mkdtemp(prefix=f"{_HOME_PREFIX}{os.getpid()}-"))
+
+
+def _sweep() -> None:
+    """Delete the sandbox folders of emulators whose process died without stopping them."""
+    for entry in Path(tempfile.gettempdir()).glob(f"{_HOME_PREFIX}*-*"):
+        pid = entry.name[len(_HOME_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or not entry.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                _remove_tree(entry)
+        except OSError:  # alive, someone else's
+            continue
 
 
 # -- paths inside a sandbox root ----------------------------------------------------------------
@@ -300,6 +336,23 @@ class _Sandbox:
 
 
 @dataclass(frozen=True, slots=True)
+class EmulatedRequest:
+    """One request the emulator received (see :meth:`E2BEmulator.requests`)."""
+
+    method: str
+    path: str
+    """The URL path: ``/v2/sandboxes``, ``/files``, ``/process.Process/Start``, ..."""
+    sandbox_id: str | None
+    """The sandbox it was for: the ``E2b-Sandbox-Id`` header (envd) or the id in the path."""
+    query: dict[str, list[str]]
+    body: dict[str, object] | None
+    """The JSON body of a control-plane request (``None`` for envd and bodiless requests)."""
+
+
+_REQUEST_LOG_SIZE = 10_000
+
+
+@dataclass(frozen=True, slots=True)
 class EmulatedSandbox:
     """What the emulator knows of one sandbox (see :meth:`E2BEmulator.sandboxes`)."""
 
@@ -318,13 +371,40 @@ class _Emulation:
 
     def __init__(self, api_key: str, default_timeout: int) -> None:
         self.api_key = api_key
+        self.home: Path | None = None  # the folder holding every sandbox's root
         self.default_timeout = default_timeout
         self.sandboxes: dict[str, _Sandbox] = {}
         self.deleters: list[threading.Thread] = []
+        self.requests: list[EmulatedRequest] = []
+        self.not_found: dict[str, int] = {}
         self.lock = threading.Lock()
         self.seq = 0
         self.unshare = shutil.which("unshare") or "unshare"
+        # Where it exists, setpriv makes the kernel kill a sandbox's commands should the process
+        # running the emulator die without stopping it (a test run killed with SIGKILL).
+        setpriv = shutil.which("setpriv")
+        self.launcher = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
         self.shell = "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"
+
+    # -- requests --
+
+    def record(self, request: EmulatedRequest) -> None:
+        with self.lock:
+            self.requests.append(request)
+            if len(self.requests) > _REQUEST_LOG_SIZE:
+                del self.requests[: len(self.requests) - _REQUEST_LOG_SIZE]
+
+    def take_not_found(self, sandbox_id: str) -> bool:
+        """Whether this envd request should answer "not found" although the sandbox lives."""
+        with self.lock:
+            left = self.not_found.get(sandbox_id, 0)
+            if left <= 0:
+                return False
+            if left == 1:
+                del self.not_found[sandbox_id]
+            else:
+                self.not_found[sandbox_id] = left - 1
+            return True
 
     # -- lifecycle --
 
@@ -336,7 +416,7 @@ class _Emulation:
         env_vars: Mapping[str, str],
         allow_internet_access: bool | None,
     ) -> _Sandbox:
-        root = Path(tempfile.mkdtemp(prefix="pai-e2b-sandbox-"))
+        root = Path(tempfile.mkdtemp(prefix="sandbox-", dir=self.home))
         _prepare_root(root)
         now = _now()
         with self.lock:
@@ -390,9 +470,11 @@ class _Emulation:
 
     @staticmethod
     def _delete_root(sandbox: _Sandbox) -> None:
+        # Asks the kernel, not the event loop (which may have stopped): a process that is gone
+        # or a zombie writes nothing more.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(
-            p.proc.returncode is None for p in sandbox.processes.values()
+            _alive(p.proc.pid) for p in list(sandbox.processes.values())
         ):
             time.sleep(0.02)
         _remove_tree(sandbox.root)
@@ -420,20 +502,27 @@ class _Emulation:
             sandbox.end_at = end
         return sandbox, resumed
 
+    def kill_everything(self) -> None:
+        """Kill every command of every sandbox (their streams then end, so the server can stop
+        without waiting for them)."""
+        with self.lock:
+            held = list(self.sandboxes.values())
+        for sandbox in held:
+            self._stop_processes(sandbox)
+
     def shutdown(self) -> None:
         with self.lock:
-            ids = list(self.sandboxes)
+            held = list(self.sandboxes.values())
+            self.sandboxes.clear()
             deleters = list(self.deleters)
-        for sandbox_id in ids:
-            sandbox = self.sandboxes.get(sandbox_id)
-            if sandbox is not None:
-                self._stop_processes(sandbox)
-            with self.lock:
-                self.sandboxes.pop(sandbox_id, None)
-            if sandbox is not None:
-                self._delete_root(sandbox)
+        for sandbox in held:
+            self._stop_processes(sandbox)
+            self._delete_root(sandbox)
         for deleter in deleters:
             deleter.join(15)
+        if self.home is not None:
+            _remove_tree(self.home)
+            self.home = None
 
     # -- processes --
 
@@ -458,7 +547,8 @@ class _Emulation:
             cmd = self.shell
         env = {**_BASE_ENV, "E2B_SANDBOX_ID": sandbox.sandbox_id, **sandbox.env_vars, **envs}
         proc = await asyncio.create_subprocess_exec(
-            *_unshare_argv(self.unshare),
+            *self.launcher,
+            *_unshare_argv(self.unshare, network=sandbox.allow_internet_access is True),
             "/bin/sh",
             "-c",
             _SETUP,
@@ -901,6 +991,8 @@ class _Http:
             await _json(send, 400, {"code": 400, "message": "invalid JSON body"})
             return
         parts = [p for p in path.split("/") if p]
+        mentioned = next((p for p in parts[1:] if p not in ("sandboxes", "v2")), None)
+        self.emulation.record(EmulatedRequest(method, path, mentioned, query, _json_object(body)))
         e = self.emulation
         if parts == ["v2", "sandboxes"] and method == "POST":
             metadata = cast("dict[str, str]", payload.get("metadata") or {})
@@ -1087,6 +1179,14 @@ def _write(root: Path, path: str, content: bytes) -> str:
     return shown
 
 
+def _json_object(body: bytes) -> dict[str, object] | None:
+    """The body as a JSON object (a copy for the request log), or ``None``."""
+    if not body:
+        return None
+    loaded: object = json.loads(body)
+    return cast("dict[str, object]", loaded) if isinstance(loaded, dict) else None
+
+
 async def _read_body(receive: Receive) -> bytes:
     chunks: list[bytes] = []
     while True:
@@ -1134,15 +1234,23 @@ def _app(emulation: _Emulation) -> Callable[[dict[str, Any], Receive, Send], Awa
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         path: str = scope.get("path", "")
-        if path.startswith(("/process.Process/", "/filesystem.Filesystem/")):
-            headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
+        envd = path.startswith(("/process.Process/", "/filesystem.Filesystem/"))
+        if envd or path in ("/files", "/health"):
             sandbox_id = headers.get("e2b-sandbox-id", b"").decode("latin-1")
-            if emulation.get(sandbox_id, running=True) is None:
+            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            emulation.record(EmulatedRequest(scope["method"], path, sandbox_id, query, None))
+            if emulation.get(sandbox_id, running=True) is None or emulation.take_not_found(
+                sandbox_id
+            ):
                 # What E2B's proxy answers for a sandbox that is gone (not a Connect error).
                 await _json(
                     send, 502, {"code": 502, "message": f"The sandbox {sandbox_id} was not found"}
                 )
                 return
+        if envd:
             target = process_app if path.startswith("/process.") else filesystem_app
             await target(scope, receive, send)
             return
@@ -1216,6 +1324,8 @@ class E2BEmulator:
                 "the E2B emulator needs uvicorn: pip install 'pai-sandbox-e2b[testing]'"
             ) from None
 
+        _sweep()
+        self._emulation.home = _make_home()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
@@ -1227,6 +1337,8 @@ class E2BEmulator:
             lifespan="off",
             access_log=False,
             timeout_keep_alive=30,
+            # A client that stopped reading a stream must not keep the emulator from stopping.
+            timeout_graceful_shutdown=3,
         )
         server = uvicorn.Server(config)
         self._server = server
@@ -1267,7 +1379,8 @@ class E2BEmulator:
             await asyncio.to_thread(self._emulation.expire_due)
 
     def stop(self) -> None:
-        """Stop serving, kill every sandbox's processes and delete their files."""
+        """Kill every sandbox's processes, stop serving and delete the sandboxes' files."""
+        self._emulation.kill_everything()  # their streams end, so serving stops promptly
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
@@ -1339,6 +1452,23 @@ class E2BEmulator:
         """Kill the sandbox as ``DELETE /sandboxes/{id}`` would."""
         if not self._emulation.remove(sandbox_id):
             raise KeyError(f"no sandbox {sandbox_id!r} in the emulator")
+
+    def answer_not_found(self, sandbox_id: str, times: int = 1) -> None:
+        """Make envd's next ``times`` requests for this (live) sandbox answer 502 "... was not
+        found", as E2B's proxy intermittently does; the sandbox itself stays as it is."""
+        if times < 1:
+            raise ValueError(f"times must be at least 1, got {times!r}")
+        with self._emulation.lock:
+            if sandbox_id not in self._emulation.sandboxes:
+                raise KeyError(f"no sandbox {sandbox_id!r} in the emulator")
+            self._emulation.not_found[sandbox_id] = times
+
+    def requests(self, sandbox_id: str | None = None) -> list[EmulatedRequest]:
+        """The requests received so far (the last 10,000), oldest first; only those for
+        ``sandbox_id`` when it is given."""
+        with self._emulation.lock:
+            held = list(self._emulation.requests)
+        return [r for r in held if sandbox_id is None or r.sandbox_id == sandbox_id]
 
     def set_timeout(self, sandbox_id: str, seconds: float) -> None:
         """Set the sandbox's remaining lifetime."""

@@ -31,7 +31,8 @@ class E2BOptions(BaseModel):
         allow_internet_access = false  # the default
     """
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+    # strict: `timeout = "5"` is a mistake to report, not a string to convert.
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", strict=True)
 
     template: str = Field("base", min_length=1, description="E2B template name or id")
     timeout: int = Field(

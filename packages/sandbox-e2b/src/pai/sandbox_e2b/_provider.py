@@ -23,6 +23,7 @@ import base64
 import contextlib
 import hashlib
 import logging
+import math
 import os
 import posixpath
 import shlex
@@ -96,6 +97,9 @@ META_VERSION = "pai.provider-version"
 #: The environment variable marking every process a command starts (for the timeout kill).
 RUN_MARKER = "PAI_RUN"
 
+#: The longest sandbox life E2B allows (seconds).
+MAX_TIMEOUT = 86_400
+
 _TIMEOUT_EXIT = 124
 _SERVER_GRACE = 5.0  # envd's own deadline: the timeout plus this
 _STDIN_CHUNK = 1024 * 1024
@@ -111,6 +115,35 @@ def _version() -> str:
 
 
 PROVIDER_VERSION = _version()
+
+
+def _check_text(option: str, value: object, what: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise SandboxInputError(f"{option} must be {what}, got {value!r}")
+
+
+def _check_url(option: str, value: object) -> None:
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise SandboxInputError(
+            f"{option} must be an http:// or https:// URL (e.g. the emulator's url), got {value!r}"
+        )
+
+
+def _check_strings(option: str, value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise SandboxInputError(f"{option} must be a mapping of str to str, got {value!r}")
+    for name, item in cast("Mapping[object, object]", value).items():
+        if not isinstance(name, str) or not isinstance(item, str):
+            raise SandboxInputError(
+                f"{option} must map str to str; {name!r}: {item!r} is not (quote the value)"
+            )
+
+
+def _on_this_machine(url: str) -> bool:
+    host = (httpx.URL(url).host or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _key_bytes(key: str) -> bytes:
@@ -293,14 +326,23 @@ class E2BSandboxInstance:
 
     async def _guard(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
-            return await operation()
+            return await self._reach(operation)
         except (SandboxNotRunningException, SandboxNotFoundException) as error:
             if not await self._resume():
                 raise self._vanished(error) from error
         try:
-            return await operation()
+            return await self._reach(operation)
         except (SandboxNotRunningException, SandboxNotFoundException) as error:
             raise self._vanished(error) from error
+
+    async def _reach(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """``operation``, a sandbox that does not answer made a clear error naming its URL."""
+        try:
+            return await operation()
+        except (SandboxNotRunningException, SandboxNotFoundException):
+            raise
+        except (TimeoutException, httpx.TransportError) as error:
+            raise self._provider.unreachable_sandbox(self._sandbox, error) from error
 
     def _failed(self, what: str, path: str, error: BaseException) -> SandboxProviderError:
         return SandboxProviderError(
@@ -695,18 +737,46 @@ class E2BSandboxProvider:
         user: str = "user",
         request_timeout: float = 30.0,
     ) -> None:
-        if not template:
-            raise SandboxInputError("template must be an E2B template name or id, e.g. 'base'")
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        _check_text("template", template, "an E2B template name or id, e.g. 'base'")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not 0 < timeout <= MAX_TIMEOUT
+        ):
             raise SandboxInputError(
-                f"timeout must be a positive whole number of seconds, got {timeout!r}"
+                f"timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT} (E2B's "
+                f"longest sandbox life, 24 h), got {timeout!r}"
             )
-        if not isinstance(request_timeout, (int, float)) or request_timeout <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if (
+            isinstance(request_timeout, bool)
+            or not isinstance(request_timeout, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not math.isfinite(request_timeout)
+            or request_timeout <= 0
+        ):
             raise SandboxInputError(
-                f"request_timeout must be positive seconds, got {request_timeout!r}"
+                f"request_timeout must be a positive number of seconds, got {request_timeout!r}"
             )
-        if not namespace:
-            raise SandboxInputError("namespace must not be empty")
+        _check_text("namespace", namespace, "a name for this application's sandboxes")
+        _check_text("user", user, "a user of the sandbox, e.g. 'user' or 'root'")
+        if not isinstance(allow_internet_access, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise SandboxInputError(
+                f"allow_internet_access must be True or False, got {allow_internet_access!r}"
+            )
+        if api_key is not None:
+            _check_text("api_key", api_key, "an E2B API key (or leave it out to use E2B_API_KEY)")
+        if domain is not None:
+            _check_text("domain", domain, "a domain such as 'e2b.app'")
+        for option, url in (("api_url", api_url), ("sandbox_url", sandbox_url)):
+            if url is not None:
+                _check_url(option, url)
+        _check_strings("metadata", metadata)
+        _check_strings("env", env)
+        reserved = sorted(k for k in metadata or {} if k.startswith("pai."))
+        if reserved:
+            raise SandboxInputError(
+                f"metadata keys starting with 'pai.' are the provider's own (it sets "
+                f"{META_NAMESPACE!r}, {META_KEY!r}, ...): rename {', '.join(map(repr, reserved))}"
+            )
         key = api_key or os.environ.get("E2B_API_KEY")
         if not key:
             raise E2BApiKeyMissingError(
@@ -723,6 +793,14 @@ class E2BSandboxProvider:
             or f"https://api.{domain or os.environ.get('E2B_DOMAIN') or 'e2b.app'}"
         )
         self.sandbox_url: str | None = sandbox_url
+        if _on_this_machine(self.api_url) and not (
+            sandbox_url or os.environ.get("E2B_SANDBOX_URL")
+        ):
+            raise SandboxInputError(
+                f"api_url {self.api_url} is on this machine (an emulator?) but sandbox_url is "
+                "not set, so commands and files would go to E2B's cloud; set sandbox_url (or "
+                "E2B_SANDBOX_URL) too, e.g. to the same URL for E2BEmulator"
+            )
         self.metadata: dict[str, str] = dict(metadata or {})
         self.namespace: str = namespace
         self.env: dict[str, str] = dict(env or {})
@@ -786,6 +864,14 @@ class E2BSandboxProvider:
             raise E2BUnreachableError(
                 f"the E2B API at {self.api_url} timed out ({what}): {error}"
             ) from error
+
+    def unreachable_sandbox(self, sandbox: AsyncSandbox, error: BaseException) -> E2BError:
+        """The error for a sandbox whose envd did not answer."""
+        return E2BUnreachableError(
+            f"E2B sandbox {sandbox.sandbox_id} did not answer at {sandbox.envd_api_url} within "
+            f"request_timeout ({self.request_timeout:g} s): {error}; check sandbox_url / "
+            "E2B_SANDBOX_URL / E2B_DOMAIN and the network"
+        )
 
     async def connect(self, sandbox_id: str) -> AsyncSandbox:
         """Connect to a sandbox by id, passing the configured timeout (resumes a paused one)."""
@@ -860,6 +946,10 @@ class E2BSandboxProvider:
                 raise SandboxProviderError(
                     f"could not make /workspace in the new E2B sandbox: {error}"
                 ) from error
+            if isinstance(error, (TimeoutException, httpx.TransportError)) and not isinstance(
+                error, SandboxNotRunningException
+            ):
+                raise self.unreachable_sandbox(sandbox, error) from error
             raise
         return E2BSandboxInstance(self, key, sandbox)
 

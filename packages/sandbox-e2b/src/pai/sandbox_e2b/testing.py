@@ -3,9 +3,10 @@
 :class:`E2BEmulator` serves E2B's control plane and envd (commands, files) on a free port of
 127.0.0.1, so the real ``e2b`` SDK, and the ``e2b`` sandbox provider, run against it with no
 network and no account. It is a TEST DOUBLE, NOT ISOLATION: commands run as ordinary processes of
-the user running the tests (chrooted into a temporary folder, in their own user, mount and PID
-namespaces, which Linux must allow). Never run untrusted code in it. Needs the ``testing`` extra
-(``pip install 'pai-sandbox-e2b[testing]'``).
+the user running the tests (chrooted into a temporary folder, in their own user, mount, PID and,
+unless internet access is allowed, network namespaces, which Linux must allow). Never run
+untrusted code in it. Needs the ``testing`` extra (``pip install 'pai-sandbox-e2b[testing]'``)
+and pytest (this module defines the fixture).
 
 Example (a ``conftest.py``)::
 
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 import pytest
 
 from pai.sandbox_e2b._emulator import E2BEmulator as E2BEmulator
+from pai.sandbox_e2b._emulator import EmulatedRequest as EmulatedRequest
 from pai.sandbox_e2b._emulator import EmulatedSandbox as EmulatedSandbox
 from pai.sandbox_e2b._errors import E2BEmulatorUnavailableError as _Unavailable
 
@@ -50,4 +52,4 @@ def e2b_emulator() -> Iterator[E2BEmulator]:
         emulator.stop()
 
 
-__all__ = ["REQUIRE_ENV", "E2BEmulator", "EmulatedSandbox", "e2b_emulator"]
+__all__ = ["REQUIRE_ENV", "E2BEmulator", "EmulatedRequest", "EmulatedSandbox", "e2b_emulator"]
