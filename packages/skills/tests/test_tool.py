@@ -207,26 +207,51 @@ async def test_a_leading_dot_slash_is_ignored_and_paths_otherwise_match_exactly(
     )
     assert missing.content == (
         "The skill 'matter-intake' has no file 'references/Checklist.md'. Its files: SKILL.md, "
-        "references/checklist.md."
+        "references/checklist.md. Did you mean 'references/checklist.md'?"
     )
     assert skill_md.content.startswith('<skill_content name="matter-intake">')
 
 
 async def test_paths_leaving_or_rewriting_the_folder_match_no_file() -> None:
     skills = seed_example()
-    paths = ["../SKILL.md", "references/../SKILL.md", "/SKILL.md", "references//checklist.md", ""]
+    suggested = {
+        "../SKILL.md": " Did you mean 'SKILL.md'?",
+        "references/../SKILL.md": " Did you mean 'SKILL.md'?",
+        "/SKILL.md": " Did you mean 'SKILL.md'?",
+        "references//checklist.md": " Did you mean 'references/checklist.md'?",
+        "": "",
+    }
 
     _, result = await run(
         skills,
-        *(tool_call("skill", {"name": "matter-intake", "path": path}) for path in paths),
+        *(tool_call("skill", {"name": "matter-intake", "path": path}) for path in suggested),
         text("done"),
     )
 
-    for path, saved in zip(paths, tool_results(result.messages), strict=True):
+    for (path, hint), saved in zip(suggested.items(), tool_results(result.messages), strict=True):
+        assert saved.output is not None
+        assert saved.output["status"] == "not_found"
         assert saved.content == (
             f"The skill 'matter-intake' has no file {path!r}. Its files: SKILL.md, "
-            "references/checklist.md."
+            f"references/checklist.md.{hint}"
         )
+
+
+async def test_a_misspelled_skill_name_gets_a_did_you_mean() -> None:
+    skills = seed_example()
+
+    _, result = await run(
+        skills,
+        tool_call("skill", {"name": "Matter-Intake"}),
+        tool_call("skill", {"name": "release_notes"}),
+        text("done"),
+    )
+
+    upper, underscore = tool_results(result.messages)
+    assert upper.content.endswith(
+        "Available skills: matter-intake, release-notes. Did you mean 'matter-intake'?"
+    )
+    assert underscore.content.endswith("Did you mean 'release-notes'?")
 
 
 async def test_an_available_function_that_raises_fails_the_call_with_its_error() -> None:

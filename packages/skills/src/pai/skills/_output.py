@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import posixpath
 from html import escape
 from typing import Annotated, ClassVar, Literal, TypeAlias
 
@@ -74,6 +76,21 @@ def _attribute(value: str) -> str:
     return escape(value, quote=True)
 
 
+def _did_you_mean(wrong: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(wrong, choices, n=1) or [
+        choice for choice in choices if choice.lower() == wrong.lower()
+    ]
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _did_you_mean_path(wrong: str, files: tuple[str, ...]) -> str:
+    # The tool matches paths exactly; suggest what a normalized path names, else a close one.
+    normalized = posixpath.normpath(wrong).lstrip("/") if wrong else wrong
+    if normalized in files:
+        return f" Did you mean {normalized!r}?"
+    return _did_you_mean(wrong, files)
+
+
 def _names(values: tuple[str, ...]) -> str:
     return ", ".join(values) if values else "none"
 
@@ -84,11 +101,11 @@ def output_text(output: SkillToolOk | SkillToolNotFound | SkillToolUnavailable) 
         if output.path is None:
             return (
                 f"No skill named {output.name!r} is available. Available skills: "
-                f"{_names(output.available)}."
+                f"{_names(output.available)}.{_did_you_mean(output.name, output.available)}"
             )
         return (
             f"The skill {output.name!r} has no file {output.path!r}. Its files: "
-            f"{_names(output.available)}."
+            f"{_names(output.available)}.{_did_you_mean_path(output.path, output.available)}"
         )
     if isinstance(output, SkillToolUnavailable):
         return (
