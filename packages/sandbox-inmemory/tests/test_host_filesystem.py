@@ -7,11 +7,13 @@ or take time out of proportion to the files it touches. Run on asyncio and on tr
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from pai.sandbox import RawCommandResult
 from pai.sandbox_inmemory import InMemorySandboxInstance, InMemorySandboxProvider
-from pai.sandbox_inmemory._hostfs import PATH_MAX
+from pai.sandbox_inmemory._hostfs import PATH_MAX, HostFs, drive
 
 pytestmark = pytest.mark.anyio
 
@@ -122,3 +124,22 @@ async def test_removing_the_root_is_refused(instance: InMemorySandboxInstance) -
     result = await run(instance, "rm -rf / ; echo after > /workspace/f; cat /workspace/f")
     assert result.stdout == b"after\n"
     assert await instance.exists("/workspace/f")
+
+
+async def test_many_small_entries_are_counted_at_no_less_than_they_cost_the_host() -> None:
+    # A flood of empty files, folders and links must hit the memory budget before the host
+    # holds more than the budget (each entry costs the host far more than its path).
+    fs = HostFs(1 << 40)
+    drive(fs.mkdir("/workspace/d", recursive=True))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        counted_before = fs.used
+        for i in range(20_000):
+            drive(fs.write_file(f"/workspace/d/f{i}", b""))
+            drive(fs.mkdir(f"/workspace/d/g{i}"))
+            drive(fs.symlink("f", f"/workspace/d/l{i}"))
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert fs.used - counted_before >= held
