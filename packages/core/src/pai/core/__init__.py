@@ -116,6 +116,10 @@ from pai.core._plugins import get_plugins as get_plugins
 from pai.core._plugins import hookimpl as hookimpl
 from pai.core._plugins import hookspec as hookspec
 from pai.core._plugins import reset_plugins as reset_plugins
+from pai.core._run_events import DelegatedRunEvent as DelegatedRunEvent
+from pai.core._run_events import RunEvent as RunEvent
+from pai.core._run_events import RunFinished as RunFinished
+from pai.core._run_events import ToolCallResult as ToolCallResult
 from pai.core._runtime import AgentRuntime as AgentRuntime
 from pai.core._scope import CapabilityScope as CapabilityScope
 from pai.core._scope import CapabilityScopeInput as CapabilityScopeInput
@@ -155,6 +159,7 @@ __all__ = [
     "CoreHookSpecs",
     "DefinitionError",
     "DelegateInput",
+    "DelegatedRunEvent",
     "DisposeInput",
     "DuplicateRegistrationError",
     "ErrorMessage",
@@ -192,6 +197,8 @@ __all__ = [
     "RetryAttempt",
     "RetryPolicy",
     "RetryableModelError",
+    "RunEvent",
+    "RunFinished",
     "RunResult",
     "RuntimeClosedError",
     "RuntimeContextError",
@@ -217,6 +224,7 @@ __all__ = [
     "ToolCall",
     "ToolCallArgumentsDelta",
     "ToolCallFinished",
+    "ToolCallResult",
     "ToolCallStarted",
     "ToolCapabilitiesError",
     "ToolContext",

@@ -7,12 +7,17 @@ They reach the runtime through two small interfaces, :class:`ThreadOperations` a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+import anyio
 
 from pai.core._errors import InvalidThreadIdError
 from pai.core._messages import Message, ToolCall
+from pai.core._model import Usage
+from pai.core._run_events import RunEvent
 from pai.core._storage import ThreadRecord
 
 
@@ -22,7 +27,9 @@ class RunResult:
 
     ``status`` is ``"completed"`` when the model answered without tool calls, or
     ``"awaiting_tool_results"`` when it called tools that run outside the runtime (tools defined
-    without ``execute``): answer them with :meth:`ThreadHandle.submit_tool_results`.
+    without ``execute``): answer them with :meth:`ThreadHandle.submit_tool_results`. ``usage``
+    adds up the tokens of the run's model calls (those its models report; delegated runs
+    count in their own results).
     """
 
     thread_id: str
@@ -31,6 +38,7 @@ class RunResult:
     messages: Sequence[Message]
     steps: int
     pending_tool_calls: Sequence[ToolCall] = ()
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +93,13 @@ class ThreadOperations(Protocol):
 class RunOperations(Protocol):
     """What the admin client runs in a thread: the agent, and commands."""
 
-    async def send(self, caller: Caller, thread_id: str, text: str) -> RunResult: ...
+    async def send(
+        self,
+        caller: Caller,
+        thread_id: str,
+        text: str,
+        emit: Callable[[RunEvent], Awaitable[None]] | None = None,
+    ) -> RunResult: ...
 
     async def submit_tool_results(
         self, caller: Caller, thread_id: str, results: Mapping[str, object]
@@ -137,6 +151,52 @@ class ThreadHandle:
     async def send(self, text: str) -> RunResult:
         """Add a user message and run the agent until it answers (or needs external results)."""
         return await self._runs.send(self._caller, self.id, text)
+
+    async def stream(self, text: str) -> AsyncIterator[RunEvent]:
+        """``send``, streamed: add a user message, run the agent, and yield what happens.
+
+        Yields the model's events as they arrive (:class:`~pai.core.TextDelta`, the tool call
+        events, :class:`~pai.core.UsageReported`, :class:`~pai.core.ResponseFinished`), each
+        step's tool results (:class:`~pai.core.ToolCallResult`), the events of runs delegated to
+        subagents (:class:`~pai.core.DelegatedRunEvent`), and last :class:`~pai.core.RunFinished`
+        with the :class:`RunResult` ``send`` returns. A failure raises from the iteration, as
+        ``send`` would raise it.
+
+        The thread ends up exactly as after ``send``: each step is stored when it completes.
+        A run cancelled (or a stream closed) while the model is answering stores nothing of that
+        partial answer: the steps completed before it stay, and the thread takes the next
+        message as usual. To stop reading early, close the stream
+        (``async with contextlib.aclosing(thread.stream(...)) as events:``), which cancels the run.
+
+        Example::
+
+            async for event in thread.stream("list the files"):
+                if isinstance(event, TextDelta):
+                    print(event.text, end="", flush=True)
+                elif isinstance(event, RunFinished):
+                    print(f"\n{event.result.usage.total_tokens} tokens")
+        """
+        send, receive = anyio.create_memory_object_stream[RunEvent](math.inf)
+        failure: list[BaseException] = []
+
+        async def run() -> None:
+            async with send:
+                try:
+                    await self._runs.send(self._caller, self.id, text, send.send)
+                except Exception as error:
+                    failure.append(error)
+
+        closed = False
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(run)
+            try:
+                async for event in receive:
+                    yield event
+            except GeneratorExit:  # the reader closed the stream: the run is cancelled
+                closed = True
+                tg.cancel_scope.cancel()
+        if failure and not closed:
+            raise failure[0]
 
     async def submit_tool_results(self, results: Mapping[str, object]) -> RunResult:
         """Answer the pending external tool calls (by call id) and continue the run."""

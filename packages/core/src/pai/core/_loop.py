@@ -12,14 +12,18 @@ each step is three phases, each one method of :class:`AgentLoop`::
         if result is not None: return result
     await loop.step_limit(run)
 
-so a caller that reports progress (a stream of events) drives the same phases and emits between
-them, without a second loop.
+A streamed run is the same run with an ``emit`` function: :meth:`AgentLoop.request` streams the
+model and emits its events as they arrive, :meth:`AgentLoop.complete` emits the tool results, a
+delegated run emits its own events wrapped in :class:`~pai.core.DelegatedRunEvent`, and the run
+ends with :class:`~pai.core.RunFinished`. What is stored does not depend on it: a step is
+appended when it completes, so a run cancelled while the model streams stores nothing of that
+answer.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
@@ -54,17 +58,33 @@ from pai.core._execution import (
 )
 from pai.core._lifecycle import HistorySnapshot, RuntimeErrorEvent
 from pai.core._messages import (
-    AssistantMessage,
     ErrorMessage,
     Message,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
-from pai.core._model import Model, ModelRequest, ToolSpec
+from pai.core._model import (
+    Model,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    StreamingModel,
+    ToolSpec,
+    Usage,
+    aclose_stream,
+    collect_response,
+    stream_model,
+)
 from pai.core._operations import CommandContext, ToolContext
+from pai.core._run_events import DelegatedRunEvent, RunEvent, RunFinished, ToolCallResult
 from pai.core._storage import ThreadRecord
 from pai.core._threads import Threads
+
+_NO_USAGE = Usage()
+
+Emit = Callable[[RunEvent], Awaitable[None]]
+"""Where a streamed run's events go (``None`` for a run that is not streamed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +112,10 @@ class Run:
     step stores them with its own."""
     written: list[Message]
     """Everything this run stored, in order."""
+    emit: Emit | None = None
+    """Where the run's events go when it is streamed."""
+    usage: Usage = _NO_USAGE
+    """Tokens the run's model calls used so far."""
 
 
 class AgentLoop:
@@ -112,19 +136,26 @@ class AgentLoop:
         self._acquisition = acquisition
         # What the model is offered never changes for an agent: build every JSON schema once.
         self._offers: dict[str, Offered] = {}
+        self._streaming: dict[str, bool] = {}
         for name, each in agents.items():
             specs = tuple(tool_specs(each))
             self._offers[name] = Offered(specs, frozenset(spec.name for spec in specs))
 
     # -- operations (what AdminClient's thread handles call) --------------------------------
 
-    async def send(self, caller: Caller, thread_id: str, text: str) -> RunResult:
-        return await self._threads.tracked(thread_id, partial(self._send, caller, thread_id, text))
+    async def send(
+        self, caller: Caller, thread_id: str, text: str, emit: Emit | None = None
+    ) -> RunResult:
+        return await self._threads.tracked(
+            thread_id, partial(self._send, caller, thread_id, text, emit)
+        )
 
-    async def _send(self, caller: Caller, thread_id: str, text: str) -> RunResult:
+    async def _send(
+        self, caller: Caller, thread_id: str, text: str, emit: Emit | None
+    ) -> RunResult:
         thread = await self._threads.get(caller, thread_id)
         agent = self._agents[thread.agent_name]
-        return await self.run(agent, thread, caller, [UserMessage(content=text)])
+        return await self.run(agent, thread, caller, [UserMessage(content=text)], emit)
 
     async def submit_tool_results(
         self, caller: Caller, thread_id: str, results: Mapping[str, object]
@@ -205,21 +236,33 @@ class AgentLoop:
     # -- a run and its steps ------------------------------------------------------------------
 
     async def run(
-        self, agent: Agent, thread: ThreadRecord, caller: Caller, staged: list[Message]
+        self,
+        agent: Agent,
+        thread: ThreadRecord,
+        caller: Caller,
+        staged: list[Message],
+        emit: Emit | None = None,
     ) -> RunResult:
         """Run ``agent`` in ``thread`` from ``staged`` until it answers, needs external tool
-        results, or runs out of steps."""
-        run = await self.begin(agent, thread, caller, staged)
+        results, or runs out of steps; with ``emit``, stream its events there."""
+        run = await self.begin(agent, thread, caller, staged, emit)
         for step in range(1, agent.max_steps + 1):
             offered = await self.offered(run, step)
             response = await self.request(run, offered, step)
             result = await self.complete(run, offered, response, step)
             if result is not None:
+                if emit is not None:
+                    await emit(RunFinished(result))
                 return result
         raise await self.step_limit(run)
 
     async def begin(
-        self, agent: Agent, thread: ThreadRecord, caller: Caller, staged: list[Message]
+        self,
+        agent: Agent,
+        thread: ThreadRecord,
+        caller: Caller,
+        staged: list[Message],
+        emit: Emit | None = None,
     ) -> Run:
         """Start a run: its runtime context, its instructions, the thread's history."""
         if agent.model is None or isinstance(agent.model, str):
@@ -239,7 +282,7 @@ class AgentLoop:
                 agent, thread, "instructions", instructions, run_input
             )
         history = (await self._threads.history.read(self._storage, thread)).extended(staged)
-        return Run(agent, thread, caller, run_context, instructions, history, staged, [])
+        return Run(agent, thread, caller, run_context, instructions, history, staged, [], emit)
 
     async def offered(self, run: Run, step: int) -> Offered:
         """The tools the model is offered on this step: every tool whose predicate says so."""
@@ -280,10 +323,11 @@ class AgentLoop:
             offered.names.difference(disabled),
         )
 
-    async def request(self, run: Run, offered: Offered, step: int) -> AssistantMessage:
-        """Ask the model for this step's answer (a failure is recorded in the thread)."""
-        model = run.agent.model
-        model = cast("Model", model)  # begin() checked
+    async def request(self, run: Run, offered: Offered, step: int) -> ModelResponse:
+        """Ask the model for this step's answer (a failure is recorded in the thread): streamed
+        when the run is, else ``respond()`` of a :class:`StreamingModel` (usage and finish
+        reason kept), else ``request()``."""
+        model = cast("Model", run.agent.model)  # begin() checked
         request = ModelRequest(
             instructions=run.instructions,
             messages=run.history,
@@ -291,17 +335,36 @@ class AgentLoop:
             step=step,
         )
         try:
-            return await model.request(request)
+            if run.emit is not None:
+                response = await _streamed(model, request, run.emit)
+            elif self._streams(run.agent.name, model):
+                response = await cast("StreamingModel", model).respond(request)
+            else:
+                message = await model.request(request)
+                response = ModelResponse(
+                    message, finish_reason="tool_calls" if message.tool_calls else "stop"
+                )
         except Exception as error:
             await self._record_error(run.thread.id, "model", error)
             raise
+        if response.usage.input_tokens or response.usage.output_tokens:
+            run.usage = run.usage + response.usage
+        return response
+
+    def _streams(self, agent_name: str, model: Model) -> bool:
+        """Whether ``model`` is a :class:`StreamingModel` (checked once per agent)."""
+        streams = self._streaming.get(agent_name)
+        if streams is None:
+            streams = self._streaming[agent_name] = isinstance(model, StreamingModel)
+        return streams
 
     async def complete(
-        self, run: Run, offered: Offered, response: AssistantMessage, step: int
+        self, run: Run, offered: Offered, answer: ModelResponse, step: int
     ) -> RunResult | None:
         """Run the step's tool calls and store the step (one append); the run's result when the
         step ends it (a final answer, or calls to external tools), ``None`` to go on."""
         agent = run.agent
+        response = answer.message
         calls = response.tool_calls
         external: list[ToolCall] = []
         runnable: list[ToolCall] = []
@@ -309,6 +372,9 @@ class AgentLoop:
             tool = agent.tools.get(call.name) if call.name in offered.names else None
             (external if tool is not None and tool.execute is None else runnable).append(call)
         results = await self._run_tool_calls(run, offered, runnable)
+        if run.emit is not None:
+            for result in results:
+                await run.emit(ToolCallResult(cast("ToolResultMessage", result)))
         step_messages: list[Message] = [*run.staged, response, *results]
         await self._storage.append_messages(run.thread.id, step_messages)
         run.history = run.history.extended((response, *results))
@@ -322,9 +388,12 @@ class AgentLoop:
                 run.written,
                 step,
                 external,
+                run.usage,
             )
         if not calls:
-            return RunResult(run.thread.id, "completed", response.content, run.written, step)
+            return RunResult(
+                run.thread.id, "completed", response.content, run.written, step, (), run.usage
+            )
         return None
 
     async def step_limit(self, run: Run) -> StepLimitExceededError:
@@ -422,10 +491,19 @@ class AgentLoop:
         child = await self._threads.create(
             run.caller, agent_name=subagent.name, thread_id=None, parent=run.thread
         )
+        emit: Emit | None = None
+        parent_emit = run.emit
+        if parent_emit is not None:
+
+            async def delegated(event: RunEvent) -> None:
+                await parent_emit(DelegatedRunEvent(call.id, child.id, subagent.name, event))
+
+            emit = delegated
+
         try:
             result = await self._threads.tracked(
                 child.id,
-                partial(self.run, subagent, child, run.caller, [UserMessage(content=task)]),
+                partial(self.run, subagent, child, run.caller, [UserMessage(content=task)], emit),
             )
         except (StepLimitExceededError, ThreadDeletedError) as error:
             return _failed(call, f"Error: subagent {call.name!r} did not finish: {error}")
@@ -500,6 +578,21 @@ class AgentLoop:
         # The thread may have been deleted meanwhile; then there is nothing to record into.
         with contextlib.suppress(ThreadNotFoundError):
             await self._storage.append_messages(thread_id, [message])
+
+
+async def _streamed(model: Model, request: ModelRequest, emit: Emit) -> ModelResponse:
+    """The model's answer, streamed: each event emitted as it arrives, then collected."""
+    events = stream_model(model, request)
+    try:
+        return await collect_response(_emitting(events, emit))
+    finally:
+        await aclose_stream(events)
+
+
+async def _emitting(events: AsyncIterator[ModelEvent], emit: Emit) -> AsyncIterator[ModelEvent]:
+    async for event in events:
+        await emit(event)
+        yield event
 
 
 def _failed(call: ToolCall, text: str) -> ToolResultMessage:

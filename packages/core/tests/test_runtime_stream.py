@@ -1,0 +1,301 @@
+"""Streaming through the runtime: ``thread.stream(text)`` yields the model's events, tool results,
+delegated runs' events and the end of the run; it saves what ``send`` saves; usage adds up; a run
+cancelled mid-stream saves nothing of the partial answer."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from pai.core import (
+    AssistantMessage,
+    DelegatedRunEvent,
+    InMemoryStorage,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ResponseFinished,
+    RunEvent,
+    RunFinished,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallFinished,
+    ToolCallResult,
+    ToolCallStarted,
+    ToolContext,
+    ToolResultMessage,
+    Usage,
+    UsageReported,
+    UserMessage,
+    define_agent,
+    define_tool,
+)
+from pai.core.testing import ScriptedModel, create_test_runtime, events, text, tool_call
+
+pytestmark = pytest.mark.anyio
+
+
+class EchoInput(BaseModel):
+    word: str
+
+
+async def echo_execute(ctx: ToolContext[EchoInput]) -> str:
+    return ctx.input.word.upper()
+
+
+echo = define_tool(
+    id="echo", description="Shout a word.", input_schema=EchoInput, execute=echo_execute
+)
+
+
+def script() -> list[object]:
+    return [
+        events(
+            TextDelta("Let me "),
+            TextDelta("shout."),
+            ToolCallStarted(0, "c1", "echo"),
+            ToolCallArgumentsDelta(0, '{"word": '),
+            ToolCallArgumentsDelta(0, '"hi"}'),
+            ToolCallFinished(0, tool_call("echo", {"word": "hi"}, id="c1").tool_calls[0]),
+            UsageReported(Usage(input_tokens=10, output_tokens=4)),
+            ResponseFinished("tool_calls"),
+        ),
+        events(
+            TextDelta("HI"),
+            UsageReported(Usage(input_tokens=20, output_tokens=1)),
+            ResponseFinished("stop"),
+        ),
+    ]
+
+
+def agent_with(model: object) -> object:
+    return define_agent(name="main", model=model, tools={"echo": echo})  # type: ignore[arg-type]
+
+
+async def streamed(
+    text_in: str = "go", model: object = None
+) -> tuple[list[RunEvent], list[object]]:
+    agent = agent_with(model if model is not None else ScriptedModel(script()))  # type: ignore[arg-type]
+    async with create_test_runtime(agent=agent) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        seen = [event async for event in thread.stream(text_in)]
+        return seen, list(await thread.messages())
+
+
+async def test_a_stream_yields_model_events_tool_results_and_the_end_in_order() -> None:
+    seen, _ = await streamed()
+
+    kinds = [type(event).__name__ for event in seen]
+    assert kinds == [
+        "TextDelta",
+        "TextDelta",
+        "ToolCallStarted",
+        "ToolCallArgumentsDelta",
+        "ToolCallArgumentsDelta",
+        "ToolCallFinished",
+        "UsageReported",
+        "ResponseFinished",
+        "ToolCallResult",
+        "TextDelta",
+        "UsageReported",
+        "ResponseFinished",
+        "RunFinished",
+    ]
+    result = seen[8]
+    assert isinstance(result, ToolCallResult)
+    assert (result.tool_call_id, result.result.content) == ("c1", "HI")
+
+
+async def test_the_last_event_carries_the_run_result_with_usage_summed() -> None:
+    seen, _ = await streamed()
+
+    last = seen[-1]
+    assert isinstance(last, RunFinished)
+    assert last.result.status == "completed"
+    assert last.result.text == "HI"
+    assert last.result.steps == 2
+    assert last.result.usage == Usage(input_tokens=30, output_tokens=5)
+
+
+async def test_send_sums_the_usage_of_a_streaming_model_per_run() -> None:
+    async with create_test_runtime(agent=agent_with(ScriptedModel(script()))) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        result = await thread.send("go")
+
+    assert result.usage == Usage(input_tokens=30, output_tokens=5)
+
+
+async def test_send_calls_respond_on_a_streaming_model() -> None:
+    class RespondingModel:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+            self.calls.append("stream")
+            yield ResponseFinished("stop")
+
+        async def respond(self, request: ModelRequest) -> ModelResponse:
+            self.calls.append("respond")
+            return ModelResponse(AssistantMessage(content="ok"), Usage(1, 2), "length")
+
+        async def request(self, request: ModelRequest) -> AssistantMessage:
+            self.calls.append("request")
+            return AssistantMessage(content="ok")
+
+    model = RespondingModel()
+    async with create_test_runtime(agent=agent_with(model)) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        result = await thread.send("go")
+
+    assert model.calls == ["respond"]
+    assert result.usage == Usage(1, 2)
+
+
+async def test_a_streamed_run_saves_exactly_what_a_sent_run_saves() -> None:
+    _, streamed_messages = await streamed()
+    async with create_test_runtime(agent=agent_with(ScriptedModel(script()))) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        await thread.send("go")
+        sent_messages = list(await thread.messages())
+
+    assert streamed_messages == sent_messages
+    assert [type(m).__name__ for m in sent_messages] == [
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResultMessage",
+        "AssistantMessage",
+    ]
+
+
+async def test_a_model_that_only_requests_is_streamed_from_its_answer() -> None:
+    seen, _ = await streamed(model=ScriptedModel([text("plain")]))
+
+    assert seen[0] == TextDelta("plain")
+    assert isinstance(seen[-1], RunFinished)
+
+
+async def test_a_delegated_run_streams_its_events_wrapped_with_its_thread() -> None:
+    helper = define_agent(name="helper", model=ScriptedModel([text("done by helper")]))
+    agent = define_agent(
+        name="main",
+        model=ScriptedModel([tool_call("helper", {"task": "help"}, id="d1"), text("thanks")]),
+        subagents={"helper": helper},
+    )
+    async with create_test_runtime(agent=agent) as runtime:
+        thread = await runtime.admin(identity=None).create_thread()
+        seen = [event async for event in thread.stream("go")]
+        (child,) = await thread.children()
+
+    delegated = [event for event in seen if isinstance(event, DelegatedRunEvent)]
+    assert {(e.tool_call_id, e.thread_id, e.agent_name) for e in delegated} == {
+        ("d1", child.id, "helper")
+    }
+    assert delegated[0].event == TextDelta("done by helper")
+    assert isinstance(delegated[-1].event, RunFinished)
+    started = next(i for i, e in enumerate(seen) if isinstance(e, ToolCallStarted))
+    first_delegated = seen.index(delegated[0])
+    result = next(i for i, e in enumerate(seen) if isinstance(e, ToolCallResult))
+    assert started < first_delegated < result
+    assert isinstance(seen[result], ToolCallResult)
+    assert seen[result].result.content == "done by helper"  # type: ignore[union-attr]
+
+
+async def test_a_failing_model_raises_from_the_stream_as_send_would() -> None:
+    agent = agent_with(ScriptedModel([events(TextDelta("par"), error=RuntimeError("boom"))]))
+    async with create_test_runtime(agent=agent) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        seen: list[RunEvent] = []
+
+        async def read() -> None:
+            async for event in thread.stream("go"):
+                seen.append(event)
+
+        with pytest.raises(RuntimeError, match="boom"):
+            await read()
+
+    assert seen == [TextDelta("par")]
+
+
+class GatedModel:
+    """Streams a first piece, then waits (until cancelled) before the rest of its answer."""
+
+    def __init__(self) -> None:
+        self.first_piece_sent = anyio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        yield TextDelta("partial ")
+        self.first_piece_sent.set()
+        await anyio.sleep_forever()
+        yield ResponseFinished("stop")
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        raise AssertionError("a streamed run streams")
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        raise AssertionError("a streamed run streams")
+
+
+async def test_a_run_cancelled_mid_stream_saves_nothing_of_the_partial_answer() -> None:
+    model = GatedModel()
+    storage = InMemoryStorage()
+    async with create_test_runtime(agent=agent_with(model), storage=storage) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        seen: list[RunEvent] = []
+        with anyio.CancelScope() as scope:
+            async for event in thread.stream("go"):
+                seen.append(event)
+                scope.cancel()
+        messages = await thread.messages()
+
+    assert seen == [TextDelta("partial ")]
+    assert list(messages) == []
+
+
+async def test_a_closed_stream_cancels_the_run_and_the_thread_takes_the_next_message() -> None:
+    gated = GatedModel()
+    calls = 0
+
+    class ThenAnswers:
+        async def request(self, request: ModelRequest) -> AssistantMessage:
+            raise AssertionError("streams")
+
+        async def respond(self, request: ModelRequest) -> ModelResponse:
+            return ModelResponse(AssistantMessage(content="second answer"))
+
+        def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                return gated.stream(request)
+            return _answer("second answer")
+
+    async with create_test_runtime(agent=agent_with(ThenAnswers())) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        async with contextlib.aclosing(thread.stream("first")) as stream:
+            async for _ in stream:
+                break
+        again = [event async for event in thread.stream("second")]
+        messages = await thread.messages()
+
+    assert isinstance(again[-1], RunFinished)
+    assert list(messages) == [
+        UserMessage(content="second"),
+        AssistantMessage(content="second answer"),
+    ]
+
+
+async def _answer(content: str) -> AsyncIterator[ModelEvent]:
+    yield TextDelta(content)
+    yield ResponseFinished("stop")
+
+
+async def test_a_tool_result_event_matches_the_stored_result() -> None:
+    _, messages = await streamed()
+    seen, _ = await streamed()
+
+    stored = [m for m in messages if isinstance(m, ToolResultMessage)]
+    assert [e.result for e in seen if isinstance(e, ToolCallResult)] == stored
