@@ -135,3 +135,14 @@ async def test_a_read_through_a_link_checks_the_size_of_the_target(sandbox: Sand
     with pytest.raises(SandboxFileTooLargeError) as caught:
         await sandbox.read_file("link")
     assert caught.value.size == 100_000_000
+
+
+async def test_a_large_write_takes_the_archive_path_with_the_same_checks(sandbox: Sandbox) -> None:
+    large = b"\xff" * (200 * 1024)  # past what one exec argument carries
+    await sandbox.write_files({"src/a.py": "a"})
+    with pytest.raises(SandboxIsADirectoryError):
+        await sandbox.write_file("src", large)
+    await sandbox.run_command("ln -s src link")
+    await sandbox.write_file("link/big.bin", large)
+    assert await sandbox.read_file("src/big.bin") == large
+    assert (await sandbox.run_command("ls src; readlink link")).stdout == "a.py\nbig.bin\nsrc\n"

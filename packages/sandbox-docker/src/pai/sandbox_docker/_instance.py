@@ -68,6 +68,7 @@ from pai.sandbox_docker._scripts import (
     RUN_MARKER,
     RUN_SCRIPT,
     WRITE_CHECK_SCRIPT,
+    WRITE_SMALL_SCRIPT,
 )
 
 if TYPE_CHECKING:
@@ -82,6 +83,35 @@ EXIT_TIMEOUT = 124
 
 #: Exit codes after which the instance checks whether the container itself went away.
 _CUT_OFF = (137, -1)
+
+#: A batch goes through one exec's arguments (checked and written by one script) when each
+#: file's escaped content fits in one argument (the kernel's limit is 128 KiB) and all of them
+#: well within the limit for one exec; larger batches are checked, then sent as a tar archive.
+_SMALL_FILE_CHARS = 96 * 1024
+_SMALL_BATCH_CHARS = 512 * 1024
+
+# printf %b escapes: printable ASCII but the backslash as itself, every other byte as \0NNN.
+_ESCAPES = [
+    chr(byte) if 32 <= byte < 127 and byte != 92 else f"\\0{byte:03o}" for byte in range(256)
+]
+
+
+def _small_batch(files: Sequence[FileWrite]) -> list[str] | None:
+    """Each file's content as a printf %b argument, or ``None`` when the batch is too large."""
+    total = sum(len(file.path) for file in files)
+    if total > _SMALL_BATCH_CHARS:
+        return None
+    encoded: list[str] = []
+    for file in files:
+        if len(file.content) > _SMALL_FILE_CHARS:
+            return None
+        text = "".join([_ESCAPES[byte] for byte in file.content])
+        total += len(text)
+        if len(text) > _SMALL_FILE_CHARS or total > _SMALL_BATCH_CHARS:
+            return None
+        encoded.append(text)
+    return encoded
+
 
 #: Arguments per write-check exec (well under the kernel's limit for one exec's arguments).
 _CHECK_BATCH_BYTES = 96 * 1024
@@ -534,6 +564,50 @@ class DockerSandboxInstance:
         return records
 
     def _write_sync(self, files: list[FileWrite]) -> None:
+        self._check_batch(files)
+        encoded = _small_batch(files)
+        if encoded is not None:
+            self._write_small_sync(files, encoded)
+        else:
+            self._write_archive_sync(files)
+
+    @staticmethod
+    def _check_batch(files: list[FileWrite]) -> None:
+        """A batch that writes through, or over the folder of, one of its own files fails
+        before anything is written (the container cannot know what the batch will make)."""
+        seen: set[str] = set()
+        folders: set[str] = set()
+        for file in files:
+            if file.path in folders:
+                raise SandboxIsADirectoryError(file.path)
+            parent = posixpath.dirname(file.path)
+            while parent not in ("/", ""):
+                if parent in seen:
+                    raise SandboxNotADirectoryError(file.path)
+                folders.add(parent)
+                parent = posixpath.dirname(parent)
+            seen.add(file.path)
+
+    def _write_small_sync(self, files: list[FileWrite], encoded: list[str]) -> None:
+        """Check and write a small batch in one exec (see ``WRITE_SMALL_SCRIPT``)."""
+        arguments: list[str] = []
+        for file, content in zip(files, encoded, strict=True):
+            arguments += [file.path, f"{file.mode & 0o7777:o}", content]
+        code, out, err = self._engine.exec_simple(
+            self._id, ["sh", "-c", WRITE_SMALL_SCRIPT, "pai", *arguments]
+        )
+        if code == 3:
+            index, _, status = out.decode(errors="replace").strip().partition(" ")
+            if index.isdigit() and status.isdigit() and int(index) < len(files):
+                path = files[int(index)].path
+                raise self._failed(path, int(status), b"", "write_file")
+        if code != 0:
+            detail = err.decode(errors="replace").strip()
+            raise SandboxProviderError(
+                f"writing {len(files)} file(s) failed (exit {code}): {detail}"
+            )
+
+    def _write_archive_sync(self, files: list[FileWrite]) -> None:
         uid, gid = self._ids_sync()
         workdir = self._provider.workdir.rstrip("/")
         # Every entry is checked before any is written: a write never replaces a folder (archive

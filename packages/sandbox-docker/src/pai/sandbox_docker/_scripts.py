@@ -104,7 +104,7 @@ chk() { c=; r=${1#/}; while :; do case $r in */*) ;; *) return 0;; esac
 # most 40 of them. One NUL-terminated record per path: code, resolved path, deepest existing
 # folder on the way (the host makes the folders below it). Codes: 0 fine, 11 a parent is not a
 # folder, 12 the path is a folder, 10 a missing folder followed by '..', 15 too many links.
-WRITE_CHECK_SCRIPT = r"""
+_RESOLVE = r"""
 resolve() {
   cur=; rest=${1#/}; n=0; C=0; E=/; missing=0
   while [ -n "$rest" ]; do
@@ -130,11 +130,48 @@ resolve() {
   done
   [ $missing = 0 ] && [ -d "${cur:-/}" ] && C=12
 }
+"""
+
+WRITE_CHECK_SCRIPT = (
+    _RESOLVE
+    + r"""
 for p in "$@"; do
   resolve "$p"
   printf '%s\0%s\0%s\0' "$C" "${cur:-/}" "$E"
 done
 """
+)
+
+# Writes small files in the same exec that checks them: arguments are triples of path, mode
+# (octal) and content (printf %b escapes, so any byte passes through an argument). Every path is
+# checked first (as WRITE_CHECK_SCRIPT does); the first that fails is printed as "index code" and
+# nothing is written (exit 3). Then each is written through its resolved path, as the sandbox
+# user, making missing folders: `>` keeps an existing file's inode, links and hard links alike.
+WRITE_SMALL_SCRIPT = (
+    _RESOLVE
+    + r"""
+check() {
+  i=0
+  while [ $# -gt 0 ]; do
+    resolve "$1"
+    [ "$C" = 0 ] || { echo "$i $C"; exit 3; }
+    i=$((i+1)); shift 3
+  done
+}
+write() {
+  while [ $# -gt 0 ]; do
+    resolve "$1"; r=${cur:-/}
+    [ -d "${r%/*}/" ] || mkdir -p -- "${r%/*}" || exit 1
+    printf '%b' "$3" >"$r" || exit 1
+    [ "$2" = 644 ] || chmod "$2" -- "$r" || exit 1
+    shift 3
+  done
+}
+umask 022
+check "$@"
+write "$@"
+"""
+)
 
 LIST_SCRIPT = (
     _CHECK_PARENTS
