@@ -150,6 +150,32 @@ async def test_a_stale_copy_is_copied_again(provider: CountingProvider) -> None:
     assert marker.startswith("pai-skill csv-report ")
 
 
+async def test_a_copy_that_cannot_be_written_fails_the_call_and_destroys_nothing(
+    provider: CountingProvider,
+) -> None:
+    skills = define_skills(skills=generated, sandbox=True)
+    model = ScriptedModel(
+        [
+            run(f"mkdir -p /workspace/.skills && echo mine > {FOLDER}"),
+            load("csv-report"),
+            run(f"cat {FOLDER}"),
+            text("ok"),
+        ]
+    )
+    async with create_test_runtime(
+        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
+    ) as runtime:
+        thread = await runtime.admin(identity="u").create_thread()
+        result = await thread.send("go")
+        await thread.delete()
+
+    _, loaded, kept = tool_results(result.messages)
+    assert loaded.is_error
+    assert loaded.content.startswith("Error: tool 'skill' failed: SandboxNotADirectoryError")
+    assert FOLDER in loaded.content
+    assert stdout(kept.content) == "mine\n"
+
+
 async def test_a_recreated_sandbox_gets_the_skill_copied_again_with_environment_reset(
     provider: CountingProvider,
 ) -> None:
