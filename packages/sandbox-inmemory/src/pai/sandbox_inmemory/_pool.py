@@ -26,7 +26,6 @@ from collections.abc import Iterator
 
 import anyio
 import anyio.to_thread
-import sniffio
 
 from pai.sandbox import SandboxProviderError
 from pai.sandbox_inmemory._protocol import HEADER, MAX_JSON, ProtocolError, decode_body
@@ -207,13 +206,14 @@ class Lease:
 
 def _loop_key() -> object:
     """The running event loop, as a weak-referenceable key."""
-    if sniffio.current_async_library() == "trio":
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio: anyio's other backend, trio
         import trio
 
         return trio.lowlevel.current_trio_token()
-    import asyncio
-
-    return asyncio.get_running_loop()
 
 
 class WorkerPool:
