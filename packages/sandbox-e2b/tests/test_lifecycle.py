@@ -326,3 +326,22 @@ async def test_a_read_over_the_limit_is_refused_without_downloading_the_file(
         assert downloads == []
     finally:
         await provider.destroy(key)
+
+
+async def test_a_sandbox_killed_behind_our_back_is_re_created_with_the_seed(
+    emulator: E2BEmulator, namespace: str
+) -> None:
+    provider = provider_for(emulator, namespace)
+    key = uuid.uuid4().hex
+    sessions = create_sandbox_session_manager(
+        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed")]
+    )
+    sandbox = create_sandbox(sessions.handle(key))
+    try:
+        await sandbox.write_file("scratch.txt", "lost")
+        emulator.remove(sandbox_of(emulator, namespace, key).sandbox_id)
+        result = await sandbox.run_command("cat seed.txt; ls")
+        assert result.environment_reset
+        assert result.stdout == "seedseed.txt\n"
+    finally:
+        await provider.destroy(key)

@@ -676,6 +676,8 @@ class E2BSandboxInstance:
             found = await self._follow(path)
             if parents and found is not None and found[1].type == FileType.DIR:
                 return
+            if parents:
+                raise SandboxFileExistsError(path, "it is not a folder")
             raise SandboxFileExistsError(path)
         if not parents:
             parent = posixpath.dirname(path)
