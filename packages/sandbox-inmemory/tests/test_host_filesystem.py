@@ -11,7 +11,7 @@ import tracemalloc
 
 import pytest
 
-from pai.sandbox import RawCommandResult
+from pai.sandbox import FileWrite, RawCommandResult
 from pai.sandbox_inmemory import InMemorySandboxInstance, InMemorySandboxProvider
 from pai.sandbox_inmemory._hostfs import PATH_MAX, HostFs, drive
 
@@ -143,3 +143,13 @@ async def test_many_small_entries_are_counted_at_no_less_than_they_cost_the_host
     finally:
         tracemalloc.stop()
     assert fs.used - counted_before >= held
+
+
+async def test_a_folder_whose_listing_is_over_four_mib_lists_in_full(
+    instance: InMemorySandboxInstance,
+) -> None:
+    # 110,000 names of 45 characters: the listing's answer to the shell is about 5.5 MiB.
+    names = [f"{'d' * 39}{i:06d}" for i in range(110_000)]
+    await instance.write_files([FileWrite(f"/workspace/t/{name}", b"") for name in names])
+    result = await run(instance, "ls t | wc -l; echo t/* | wc -w")
+    assert (result.exit_code, result.stdout.split()) == (0, [b"110000", b"110000"]), result.stderr

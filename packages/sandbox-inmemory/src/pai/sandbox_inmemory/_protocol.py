@@ -27,11 +27,15 @@ class ProtocolError(Exception):
     """A frame that breaks the format (too long, not JSON, wrong shape)."""
 
 
-def encode_frame(document: object, payload: bytes = b"") -> bytes:
-    """One frame: ``document`` as JSON (ASCII, surrogates escaped) plus ``payload``."""
+def encode_frame(document: object, payload: bytes = b"", *, max_json: int = MAX_JSON) -> bytes:
+    """One frame: ``document`` as JSON (ASCII, surrogates escaped) plus ``payload``.
+
+    ``max_json`` is :data:`MAX_JSON` for what a worker sends; the host answers a worker's file
+    request (a listing of a large folder) with up to the memory budget.
+    """
     body = json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-    if len(body) > MAX_JSON:
-        raise ProtocolError(f"a message of {len(body)} bytes is over the limit of {MAX_JSON}")
+    if len(body) > max_json:
+        raise ProtocolError(f"a message of {len(body)} bytes is over the limit of {max_json}")
     return HEADER.pack(len(body), len(payload)) + body + payload
 
 

@@ -153,6 +153,19 @@ def _heavy(fs: HostFs, method: str, arguments: list[object], payload: bytes) -> 
     return False
 
 
+def _answer(reply: Sequence[object], data: bytes, method: str, budget: int) -> bytes:
+    """The frame answering a worker's file request; an answer larger than the memory budget (a
+    listing of a huge folder) is an error the command reports, not a broken pipe."""
+    try:
+        return encode_frame(reply, data, max_json=budget)
+    except ProtocolError:
+        message = (
+            f"{method}: the answer is larger than the sandbox's memory budget of {budget} bytes "
+            "(option memory_budget); list fewer entries at once"
+        )
+        return encode_frame(["err", "ENOMEM", message])
+
+
 class InMemorySandboxInstance:
     """One in-memory sandbox: its files live in the provider's process, its commands run in
     worker processes that reach those files only through requests the provider serves.
@@ -341,7 +354,7 @@ class InMemorySandboxInstance:
                         reply, data = self._serve_locked(method, request_args, payload)
                     finally:
                         state.lock.release()
-                await worker.send(encode_frame(reply, data))
+                await worker.send(_answer(reply, data, method, budget))
             elif kind == "done" and len(message) == 2 and isinstance(message[1], dict):
                 if payload is None:
                     raise ProtocolError("a result larger than the output limit")
