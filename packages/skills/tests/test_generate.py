@@ -388,6 +388,26 @@ def test_a_description_that_is_a_yaml_number_must_be_quoted(tmp_path: Path) -> N
     ]
 
 
+def test_a_yaml_alias_bomb_is_reported_briefly(tmp_path: Path) -> None:
+    # Each level repeats the one before nine times: the description is 9**6 strings deep down.
+    levels = ['  l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, 6):
+        levels.append(f"  l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * 9)}]")
+    write_skill(
+        tmp_path,
+        "skill",
+        "---\nname: skill\nmetadata:\n" + "\n".join(levels) + "\ndescription: [*l5]\n---\n",
+    )
+
+    problems = problems_of(tmp_path)
+
+    assert any(
+        p.startswith("skill/SKILL.md:10: description must be a string, got list [[")
+        for p in problems
+    )
+    assert max(len(problem) for problem in problems) < 500
+
+
 def test_license_must_be_a_string(tmp_path: Path) -> None:
     write_skill(tmp_path, "skill", "---\nname: skill\ndescription: d\nlicense: [MIT]\n---\n")
 

@@ -14,6 +14,7 @@ import difflib
 import errno
 import json
 import os
+import reprlib
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -199,10 +200,23 @@ def _split_frontmatter(text: str, file: Path, problems: _Problems) -> tuple[str,
     return None
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 2
+_REPR.maxstring = _REPR.maxother = 80
+
+
+def _shown(value: object) -> str:
+    """A short repr for a message: YAML aliases can nest a value exponentially (a "billion
+    laughs"), and a full repr of one would never finish."""
+    return _REPR.repr(value)
+
+
 def _not_a_string(key: str, value: object) -> str:
     if value is None:
         return f"{key} is empty; write its value after '{key.rsplit('.', 1)[-1]}:'"
-    return f"{key} must be a string, got {type(value).__name__} {value!r}; quote it in the YAML"
+    return (
+        f"{key} must be a string, got {type(value).__name__} {_shown(value)}; quote it in the YAML"
+    )
 
 
 def _string(value: object, key: str, line: int, file: Path, problems: _Problems) -> str | None:
@@ -295,7 +309,7 @@ def _metadata(
     for key, item in cast("dict[object, object]", value).items():
         where = lines.get(f"metadata.{key}", line)
         if not isinstance(key, str):
-            problems.add(file, where, f"metadata key {key!r} must be a string; quote it")
+            problems.add(file, where, f"metadata key {_shown(key)} must be a string; quote it")
             ok = False
         elif not isinstance(item, str):
             problems.add(file, where, _not_a_string(f"metadata.{key}", item))
@@ -338,7 +352,7 @@ def _validate(
             problems.add(
                 file,
                 line_of(str(key)),
-                f"unknown frontmatter key {key!r}{hint} (known: {', '.join(KNOWN_KEYS)}; put "
+                f"unknown frontmatter key {_shown(key)}{hint} (known: {', '.join(KNOWN_KEYS)}; put "
                 "other fields under metadata)",
             )
     name: str | None = None
@@ -356,14 +370,14 @@ def _validate(
             problems.add(
                 file,
                 where,
-                f"name {name!r} must be lowercase letters, digits and single hyphens, not "
+                f"name {_shown(name)} must be lowercase letters, digits and single hyphens, not "
                 "starting or ending with a hyphen",
             )
         if name != folder:
             problems.add(
                 file,
                 where,
-                f"name {name!r} differs from its folder {folder!r}; a skill's name is its folder "
+                f"name {_shown(name)} differs from its folder {folder!r}; a skill's name is its folder "
                 "name, so rename one of them",
             )
     description: str | None = None
@@ -407,7 +421,7 @@ def _validate(
         problems.add(
             file,
             lines.get(f"metadata.{REQUIRES_KEY}", line_of("metadata")),
-            f"metadata.{REQUIRES_KEY} is {requires!r}; the only value is 'sandbox'",
+            f"metadata.{REQUIRES_KEY} is {_shown(requires)}; the only value is 'sandbox'",
         )
     allowed: tuple[str, ...] | None = ()
     if "allowed-tools" in values:
