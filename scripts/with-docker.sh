@@ -4,7 +4,9 @@
 #   bash scripts/with-docker.sh uv run nox
 #
 # 1. Packages: as root on Debian, installs what is missing of `docker.io` (only when no engine
-#    answers and there is no dockerd) and `busybox-static` (for the test image), quietly.
+#    answers and there is no dockerd), `busybox-static` (for the test image) and, when this
+#    script starts the engine, `runsc` (gVisor, for the Docker provider's `runtime` option),
+#    quietly. PAI_WITH_GVISOR=0 leaves gVisor out.
 # 2. Engine: when `docker info` does not answer (DOCKER_HOST honoured), starts a private
 #    `dockerd --storage-driver=vfs --bridge=none --iptables=false` in the background, with its
 #    socket, state and log in a temporary folder (so it never meets a system engine), points
@@ -45,6 +47,12 @@ if ! command -v dockerd >/dev/null 2>&1 && ! { command -v docker >/dev/null 2>&1
 fi
 if [[ -z "${BUSYBOX:-}" ]] && ! installed busybox-static; then
   missing+=(busybox-static)
+fi
+# gVisor only matters to an engine started here (an existing engine keeps its own runtimes).
+want_gvisor=""
+if [[ "${PAI_WITH_GVISOR:-1}" != 0 ]] && ! engine_answers; then
+  want_gvisor=1
+  command -v runsc >/dev/null 2>&1 || installed runsc || missing+=(runsc)
 fi
 if ((${#missing[@]} > 0)); then
   if [[ "$(id -u)" != 0 || ! -r /etc/debian_version ]] || ! command -v apt-get >/dev/null 2>&1; then
@@ -107,7 +115,21 @@ else
   trap 'exit 130' INT
   trap 'exit 143' TERM
   say "starting dockerd (log: $run_dir/dockerd.log)"
-  dockerd --storage-driver=vfs --bridge=none --iptables=false \
+  # The engine's own configuration file (never the machine's /etc/docker/daemon.json): gVisor's
+  # runsc registered as the runtime "runsc" when it is installed. --network=none: containers have
+  # no network anyway, and runsc refuses to start in the root network namespace otherwise;
+  # --file-access=shared: files the provider writes through the engine's archive API are seen
+  # inside the sandbox.
+  runsc_path="$(command -v runsc 2>/dev/null || true)"
+  if [[ -n "$want_gvisor" && -n "$runsc_path" ]]; then
+    printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--file-access=shared"]}}}\n' \
+      "$runsc_path" >"$run_dir/daemon.json"
+    say "registering gVisor ($runsc_path) as the runtime runsc"
+  else
+    echo '{}' >"$run_dir/daemon.json"
+  fi
+  dockerd --config-file="$run_dir/daemon.json" \
+    --storage-driver=vfs --bridge=none --iptables=false \
     --host="unix://$run_dir/docker.sock" --pidfile="$run_dir/dockerd.pid" \
     --data-root="$run_dir/data" --exec-root="$run_dir/exec" \
     >"$run_dir/dockerd.log" 2>&1 </dev/null &
