@@ -7,9 +7,9 @@ is a module (or object) of hook implementations::
     acme-vault = "acme_vault._plugin"
 
 and implementing hooks with :data:`hookimpl`. The core's hooks (:class:`CoreHookSpecs`) register
-capability packages, storage backends and model providers, and extend the CLI; a plugin can add hookspecs of its own through
-:meth:`CoreHookSpecs.pai_add_hookspecs` (as ``pai.sandbox`` does for sandbox providers), the way
-pytest plugins add hooks. Callers never touch ``pm.hook``: :class:`Plugins` wraps every hook in a
+capability packages, storage backends and model providers, and extend the CLI; a plugin can add
+hookspecs of its own through :meth:`CoreHookSpecs.pai_add_hookspecs` (as ``pai.sandbox`` does for
+sandbox providers), the way pytest plugins add hooks. Callers never touch ``pm.hook``: :class:`Plugins` wraps every hook in a
 typed method.
 
 Entry points are imported once, by :func:`get_plugins` (cached), never at import time. A plugin

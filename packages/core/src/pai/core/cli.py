@@ -1,11 +1,14 @@
 """The ``pai`` command line: core commands, and whatever installed plugins add.
 
-Run it as ``pai`` (the console script) or ``python -m pai.core.cli``. The core brings two
-commands; plugins add theirs through the ``pai_cli`` hook (pai-sandbox adds ``pai providers``,
-``pai sandbox ...`` and ``pai demo``)::
+Run it as ``pai`` (the console script) or, equivalently for every command,
+``python -m pai.core`` (use that form when another package's ``pai`` script, such as
+pydantic-ai-slim's, has replaced ours). The core brings the commands below; plugins add theirs
+through the ``pai_cli`` hook (pai-sandbox adds ``pai providers``, ``pai sandbox ...`` and
+``pai demo``)::
 
     pai plugins [--json]     the plugins of the ``pai`` entry-point group and what became of them
     pai config  [--json]     the resolved configuration: each key, its value, where it came from
+    pai chat MODULE:AGENT    talk to your agent, streamed (--model PROVIDER:NAME, --thread ID)
     pai generate ...         code generators plugins add (``pai generate`` alone lists them)
 
 Every listing takes ``--json`` (a JSON object with stable keys, for scripts). Output is a rich
@@ -453,6 +456,87 @@ def _new_generate_group() -> click.Group:
     return json_option(group)
 
 
+@click.command("chat")
+@click.argument("agent", required=False, metavar="MODULE:AGENT")
+@click.option(
+    "--model",
+    "model_name",
+    metavar="PROVIDER:NAME",
+    help="Run the agent on this model (e.g. openai:gpt-4.1-mini) instead of its own or [model].",
+)
+@click.option(
+    "--thread",
+    "thread_id",
+    metavar="ID",
+    help='Go on with a stored thread (needs [storage], e.g. url = "sqlite:///threads.db").',
+)
+def chat_command(agent: str | None, model_name: str | None, thread_id: str | None) -> None:
+    """Talk to your agent in the terminal: pai chat myapp.agents:coder
+
+    Each line is a message; the answer streams as it comes, with every tool call and result.
+    The model, capabilities (the sandbox among them) and storage come from the configuration.
+    Ctrl-C cancels the answer in progress and keeps the thread; Ctrl-C at the prompt or end of
+    input (Ctrl-D) ends the chat. The thread's id is printed, to come back with --thread.
+    """
+    if agent is None:
+        fail(
+            "name the agent to chat with as MODULE:AGENT, e.g. `pai chat myapp.agents:coder` for "
+            "the agent `coder` defined in myapp/agents.py (`pai demo --model openai:NAME` runs "
+            "the demo agent on a model)"
+        )
+    import anyio
+
+    from pai.core._assembly import create_agent_runtime
+    from pai.core._chat import chat, load_agent
+    from pai.core._config import load_config
+    from pai.core._model_config import resolve_model
+    from pai.core._plugins import get_plugins
+
+    target = load_agent(agent)
+    config = load_config()
+    plugins = get_plugins()
+    if thread_id is not None and config.data.get("storage") is None:
+        fail(
+            f"--thread {thread_id} goes on with a stored thread, but no storage is configured "
+            "(threads live in process memory and end with each chat); add to pai.toml:\n\n"
+            '    [storage]\n    url = "sqlite:///threads.db"\n\nthen start a chat, and resume '
+            "it with --thread"
+        )
+
+    async def run() -> None:
+        model = resolve_model(model_name, config=config, plugins=plugins) if model_name else None
+        try:
+            runtime = create_agent_runtime(
+                agent=target,
+                scope_key=lambda _identity: "cli",
+                model=model,
+                config=config,
+                plugins=plugins,
+            )
+            async with runtime:
+                if runtime.agent.model is None:
+                    fail(
+                        f"agent {runtime.agent.name!r} has no model; pass --model openai:NAME, "
+                        'or configure one in pai.toml: [model] provider = "openai", '
+                        'name = "gpt-4.1-mini"'
+                    )
+                admin = runtime.admin(identity=None)
+                if thread_id is not None:
+                    thread = admin.thread(thread_id)
+                    await thread.record()
+                    note(f"going on with thread {thread_id}")
+                else:
+                    thread = await admin.create_thread()
+                    note(f"thread {thread.id} (come back to it with --thread {thread.id})")
+                await chat(thread, prompt=stdin_is_terminal())
+        finally:
+            aclose: Callable[[], Awaitable[object]] | None = getattr(model, "aclose", None)
+            if callable(aclose):
+                await aclose()
+
+    anyio.run(run)
+
+
 # -- the command tree -----------------------------------------------------------------------------
 
 _HELP = """PAI: typed, lifecycle-managed capabilities for AI agents.
@@ -473,6 +557,7 @@ def create_cli(plugins: Plugins | None = None) -> click.Group:
     cli = click.version_option(package_name="pai-core", prog_name="pai")(cli)
     cli.add_command(plugins_command)
     cli.add_command(config_command)
+    cli.add_command(chat_command)
     cli.add_command(_new_generate_group())
     if plugins is None:
         from pai.core._plugins import get_plugins
@@ -498,6 +583,7 @@ __all__ = [
     "PaiCliError",
     "PaiGroup",
     "cell_text",
+    "chat_command",
     "config_command",
     "create_cli",
     "echo_json",

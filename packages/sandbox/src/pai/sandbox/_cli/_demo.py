@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
 import click
@@ -257,12 +257,21 @@ def _multiline(value: object) -> bool:
     is_flag=True,
     help="Keep the demo's sandbox afterwards (and print its key) instead of removing it.",
 )
+@click.option(
+    "--model",
+    "model_name",
+    metavar="PROVIDER:NAME",
+    help="Run the demo agent on this real model (e.g. openai:gpt-4.1-mini; options from "
+    "[model.<provider>]) instead of the scripted stand-in.",
+)
 @click.pass_context
-def demo_command(ctx: click.Context, keep: bool) -> None:
+def demo_command(ctx: click.Context, keep: bool, model_name: str | None) -> None:
     """Run a worked example agent in the configured sandbox.
 
     The agent's model is a SCRIPTED stand-in (pai.core.testing.ScriptedModel) that replays a
-    fixed list of answers; it is not a language model. What is real: the tools, the sandbox
+    fixed list of answers; it is not a language model. With --model openai:NAME the same agent
+    runs on that model instead (pai-model-openai installed, OPENAI_API_KEY set, and any options in
+    [model.openai] of pai.toml). What is real: the tools, the sandbox
     capability bound from your configured provider, and the agent runtime that runs them. The
     agent writes a shell script into the sandbox, runs it, lists the workspace and reads a file
     back; the conversation and each tool call are printed. The demo's sandbox is removed at the
@@ -271,12 +280,14 @@ def demo_command(ctx: click.Context, keep: bool) -> None:
     printer = _Printer()
 
     async def run() -> tuple[int, list[str]]:
-        from pai.core import create_agent_runtime
+        from pai.core import create_agent_runtime, load_config, resolve_model
         from pai.core.testing import ScriptedModel
         from pai.sandbox._capability import create_sandbox_service
 
+        real = resolve_model(model_name, config=load_config()) if model_name else None
         async with configured() as (provider, settings):
-            model = ScriptedModel(_demo_script())
+            scripted = ScriptedModel(_demo_script())
+            model = real if real is not None else scripted
             agent = _demo_agent(model)
             service = create_sandbox_service(
                 provider=provider,
@@ -285,11 +296,14 @@ def demo_command(ctx: click.Context, keep: bool) -> None:
                 output_limit=settings.output_limit,
             )
             printer.rule("PAI demo: a worked example agent")
-            printer.line(
-                "model:    ScriptedModel, a SCRIPTED stand-in that replays fixed answers "
-                "(not a language model)",
-                "bold yellow",
-            )
+            if real is None:
+                printer.line(
+                    "model:    ScriptedModel, a SCRIPTED stand-in that replays fixed answers "
+                    "(not a language model)",
+                    "bold yellow",
+                )
+            else:
+                printer.line(f"model:    {model_name} ({real!r})", "bold yellow")
             printer.line(
                 f"sandbox:  provider {provider.name!r}, one sandbox for this conversation "
                 "(scope 'thread')"
@@ -301,10 +315,11 @@ def demo_command(ctx: click.Context, keep: bool) -> None:
                 scope_key=lambda _identity: "demo",
                 capabilities={"sandbox": service.binding},
             )
+            steps = 0
             async with runtime:
                 thread = await runtime.admin(identity=None).create_thread()
                 try:
-                    await thread.send(_DEMO_TASK)
+                    steps = (await thread.send(_DEMO_TASK)).steps
                 finally:
                     calls, problems = _show_messages(printer, await thread.messages())
                     printer.line("")
@@ -319,11 +334,17 @@ def demo_command(ctx: click.Context, keep: bool) -> None:
                     else:
                         await thread.delete()
                         printer.line("removed the demo's sandbox (pass --keep to keep it)")
-            steps = len(model.requests)
+            aclose = getattr(real, "aclose", None)
+            if callable(aclose):
+                await cast("Callable[[], Awaitable[object]]", aclose)()
+            kind = "scripted" if real is None else model_name
             printer.line(
-                f"done: {steps} model steps (scripted), {calls} tool calls, provider "
+                f"done: {steps} model steps ({kind}), {calls} tool calls, provider "
                 f"{provider.name!r}"
             )
+            if real is not None:
+                # A real model may take another path than the script; only errors count.
+                problems = [p for p in problems if not p.startswith("run: exit")]
             return calls, problems
 
     _, problems = run_async(run)
