@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from pai.skills import SkillSourceError, generate_module
+from pai.skills import _generate as generate
 from pai.skills._cli import generate_skills_command
 
 HERE = Path(__file__).parent
@@ -617,6 +618,26 @@ def test_a_file_that_is_not_regular_is_refused(tmp_path: Path) -> None:
     os.mkfifo(skill / "pipe")
 
     assert problems_of(tmp_path) == ["skill/pipe: is not a regular file or folder; remove it"]
+
+
+def test_folder_symlinks_multiplying_paths_are_refused_not_walked_forever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(generate, "MAX_ENTRIES", 1_000)
+    skill = write_skill(tmp_path, "skill", VALID.format(name="skill"))
+    # d0 links twice to d1, d1 twice to d2, ...: 2**20 paths from 21 folders.
+    for level in range(20, -1, -1):
+        folder = skill / f"d{level}"
+        folder.mkdir()
+        (folder / "file.txt").write_text("x\n", encoding="utf-8")
+        if level < 20:
+            (folder / "a").symlink_to(f"../d{level + 1}")
+            (folder / "b").symlink_to(f"../d{level + 1}")
+
+    problems = problems_of(tmp_path)
+
+    assert len(problems) == 1
+    assert "the skill holds more than 1,000 files and folders" in problems[0]
 
 
 def test_a_file_named_like_the_sandbox_marker_is_refused(tmp_path: Path) -> None:

@@ -129,8 +129,23 @@ def _resolve(path: Path) -> Path | None:
     return resolved
 
 
+MAX_ENTRIES = 100_000
+"""The most files and folders one skill may hold, counting each path a symlink adds; a few
+folder symlinks pointing at each other's folders would otherwise multiply without end."""
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.left = MAX_ENTRIES
+
+
 def _walk(
-    folder: Path, rel: str, root: Path, problems: _Problems, active: frozenset[Path]
+    folder: Path,
+    rel: str,
+    root: Path,
+    problems: _Problems,
+    active: frozenset[Path],
+    budget: _Budget,
 ) -> Iterator[tuple[str, Path]]:
     """Every file under ``folder`` as (path relative to the skill, path on disk), following
     symlinks that stay inside ``root`` and reporting those that leave it."""
@@ -138,6 +153,17 @@ def _walk(
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as error:
         problems.add(folder, None, f"cannot read this folder: {error.strerror or error}")
+        return
+    if budget.left < 0:
+        return
+    budget.left -= len(entries)
+    if budget.left < 0:
+        problems.add(
+            folder,
+            None,
+            f"the skill holds more than {MAX_ENTRIES:,} files and folders (counting each path "
+            "a folder symlink adds); remove files, or symlinks that repeat folders",
+        )
         return
     for entry in entries:
         path = Path(entry.path)
@@ -170,7 +196,7 @@ def _walk(
             if real in active:
                 problems.add(path, None, "symlink makes a loop back into its own folder")
                 continue
-            yield from _walk(path, relative + "/", root, problems, active | {real})
+            yield from _walk(path, relative + "/", root, problems, active | {real}, budget)
         elif stat.S_ISREG(info.st_mode):
             yield relative, path
         else:
@@ -445,7 +471,8 @@ def _read_skill(folder: Path, root: Path, problems: _Problems) -> ParsedSkill | 
     before = len(problems.items)
     files: list[ParsedFile] = []
     skill_md: ParsedFile | None = None
-    for relative, path in _walk(folder, "", root, problems, frozenset({folder.resolve()})):
+    walk = _walk(folder, "", root, problems, frozenset({folder.resolve()}), _Budget())
+    for relative, path in walk:
         try:
             data = path.read_bytes()
         except OSError as error:
