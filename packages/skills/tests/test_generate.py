@@ -522,6 +522,15 @@ def test_only_a_line_of_three_hyphens_closes_the_frontmatter(tmp_path: Path) -> 
     assert '        body="body\\n",' in module.text
 
 
+def test_skill_md_must_be_utf8_text(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "skill", "")
+    (skill / "SKILL.md").write_bytes(b"---\nname: skill\ndescription: caf\xe9\n---\n")
+
+    assert problems_of(tmp_path) == [
+        "skill/SKILL.md: SKILL.md is not UTF-8 text (or holds a NUL byte); save it as UTF-8"
+    ]
+
+
 def test_skill_md_must_open_and_close_its_frontmatter(tmp_path: Path) -> None:
     write_skill(tmp_path, "bare", "# Just a body\n")
     write_skill(tmp_path, "open", "---\nname: open\ndescription: d\n")

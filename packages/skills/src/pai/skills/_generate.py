@@ -497,7 +497,9 @@ def _read_skill(folder: Path, root: Path, problems: _Problems) -> ParsedSkill | 
             )
         return None
     if skill_md.text is None:
-        problems.add(skill_file, None, "SKILL.md is not UTF-8 text")
+        problems.add(
+            skill_file, None, "SKILL.md is not UTF-8 text (or holds a NUL byte); save it as UTF-8"
+        )
         return None
     split = _split_frontmatter(skill_md.text, skill_file, problems)
     if split is None:
