@@ -38,7 +38,7 @@ def _size(size: int) -> str:
 @click.option(
     "--check",
     is_flag=True,
-    help="Write nothing; exit non-zero, naming the skills that changed, when the module is stale.",
+    help="Write nothing; exit 1, naming the skills that changed, when the module is stale.",
 )
 def generate_skills_command(src_dir: Path, output: Path | None, check: bool) -> None:
     """Turn SRC_DIR's skill folders (each <name>/SKILL.md) into a typed Python module.
