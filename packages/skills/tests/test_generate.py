@@ -270,6 +270,35 @@ def test_an_output_that_cannot_be_written_is_one_clear_error(tmp_path: Path) -> 
     assert blocker.read_text(encoding="utf-8") == "a file where the folder should be\n"
 
 
+def test_an_output_inside_a_skill_folder_is_refused(tmp_path: Path) -> None:
+    tree = tmp_path / "skills"
+    shutil.copytree(TREE, tree)
+    out = tree / "csv-report" / "generated.py"
+
+    result = CliRunner().invoke(generate_skills_command, [str(tree), "-o", str(out)])
+
+    assert result.exit_code == 2
+    assert (
+        f"{out} is inside the skill folder {tree / 'csv-report'}, so it would become a file of "
+        "that skill"
+    ) in result.stderr
+    assert not out.exists()
+
+
+def test_an_output_directly_in_the_skills_folder_is_written_and_stays_current(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "skills"
+    shutil.copytree(TREE, tree)
+    out = tree / "generated.py"
+
+    written = CliRunner().invoke(generate_skills_command, [str(tree), "-o", str(out)])
+    checked = CliRunner().invoke(generate_skills_command, [str(tree), "-o", str(out), "--check"])
+
+    assert (written.exit_code, checked.exit_code) == (0, 0)
+    assert out.read_bytes() == GOLDEN.read_bytes()
+
+
 def test_check_without_an_output_is_refused() -> None:
     result = CliRunner().invoke(generate_skills_command, [str(TREE), "--check"])
 

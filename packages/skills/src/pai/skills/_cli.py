@@ -10,7 +10,7 @@ import click
 
 from pai.core.cli import fail, note
 from pai.skills._errors import SkillSourceError
-from pai.skills._generate import generate_module, staleness
+from pai.skills._generate import SKIPPED_FOLDERS, generate_module, staleness
 
 EXIT_STALE = 1
 """The exit status of ``--check`` when the module is out of date."""
@@ -22,6 +22,20 @@ def _size(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.1f} KiB"
     return f"{size / (1024 * 1024):.1f} MiB"
+
+
+def _check_output_outside_skills(src_dir: Path, output: Path) -> None:
+    """The module may sit next to the skill folders, not in one: it would become one of that
+    skill's files, and each run would change the module it writes."""
+    try:
+        parts = output.resolve().relative_to(src_dir.resolve()).parts
+    except ValueError:
+        return
+    if len(parts) >= 2 and not parts[0].startswith(".") and parts[0] not in SKIPPED_FOLDERS:
+        fail(
+            f"{output} is inside the skill folder {src_dir / parts[0]}, so it would become a "
+            f"file of that skill; write it outside {src_dir} or directly in it"
+        )
 
 
 @click.command("skills")
@@ -50,6 +64,8 @@ def generate_skills_command(src_dir: Path, output: Path | None, check: bool) -> 
     folder always gives the same bytes.
     """
     started = time.perf_counter()
+    if output is not None:
+        _check_output_outside_skills(src_dir, output)
     try:
         module = generate_module(src_dir)
     except SkillSourceError as error:
