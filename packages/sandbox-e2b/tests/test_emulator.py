@@ -24,6 +24,7 @@ from e2b import (
 )
 
 from pai.sandbox_e2b import E2BSandboxProvider
+from pai.sandbox_e2b._emulator import opened_inside
 from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
@@ -225,3 +226,19 @@ async def test_commands_have_no_network_unless_internet_access_is_allowed(
             await provider.destroy("net")
     assert results[False][0] != 0
     assert results[True] == (0, "connected\n")
+
+
+def test_a_file_opened_outside_the_sandbox_root_is_told_apart(tmp_path: Path) -> None:
+    # What the file API checks after opening, so that a command swapping a folder for a link
+    # to the host between the path's resolution and the open cannot reach the host.
+    root = tmp_path / "root"
+    (root / "inside").mkdir(parents=True)
+    (root / "inside" / "f").write_text("sandbox")
+    (tmp_path / "host.txt").write_text("host")
+    with (root / "inside" / "f").open("rb") as inside, (tmp_path / "host.txt").open("rb") as out:
+        assert opened_inside(root, inside.fileno())
+        assert not opened_inside(root, out.fileno())
+    sibling = tmp_path / "root-sibling.txt"
+    sibling.write_text("next door")
+    with sibling.open("rb") as next_door:
+        assert not opened_inside(root, next_door.fileno())

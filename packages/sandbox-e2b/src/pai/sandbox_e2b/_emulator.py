@@ -1137,6 +1137,9 @@ class _Http:
             await _json(send, 404, {"code": 404, "message": f"path '{path}' does not exist"})
             return
         try:
+            if not opened_inside(sandbox.root, handle.fileno()):  # swapped for a link meanwhile
+                await _json(send, 404, {"code": 404, "message": f"path '{path}' does not exist"})
+                return
             if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
                 await _json(send, 400, {"code": 400, "message": f"path '{path}' is a directory"})
                 return
@@ -1169,14 +1172,31 @@ def _write(root: Path, path: str, content: bytes) -> str:
         raise _FsError("not_dir", f"a parent of '{shown}' is not a directory") from None
     if not parent.is_dir():
         raise _FsError("not_dir", f"a parent of '{shown}' is not a directory")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    # Truncated only once the opened file is known to be inside the root: a command may swap a
+    # folder for a link to the host between the resolution above and this open.
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
     try:
         descriptor = os.open(host, flags, 0o644)
     except IsADirectoryError:
         raise _FsError("is_dir", f"path '{shown}' is a directory") from None
+    except OSError as error:  # a link appeared at the last step (ELOOP), ...
+        raise _FsError("invalid", f"cannot write '{shown}': {error.strerror}") from None
     with os.fdopen(descriptor, "wb") as handle:
+        if not opened_inside(root, descriptor):
+            raise _FsError("invalid", f"'{shown}' changed while it was written; nothing written")
+        handle.truncate(0)
         handle.write(content)
     return shown
+
+
+def opened_inside(root: Path, descriptor: int) -> bool:
+    """Whether the open file ``descriptor`` lies under ``root`` (as the kernel sees it now)."""
+    try:
+        opened = os.readlink(f"/proc/self/fd/{descriptor}")
+    except OSError:
+        return False
+    top = os.path.realpath(root)
+    return opened == top or opened.startswith(top.rstrip("/") + "/")
 
 
 def _json_object(body: bytes) -> dict[str, object] | None:
