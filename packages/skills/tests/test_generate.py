@@ -57,6 +57,10 @@ def test_the_tree_generates_the_checked_in_golden_module() -> None:
     assert generate_module(TREE).text == GOLDEN.read_text(encoding="utf-8")
 
 
+def test_generate_module_takes_a_path_or_a_string() -> None:
+    assert generate_module(str(TREE)).text == generate_module(TREE).text
+
+
 def test_the_same_tree_gives_byte_identical_output_whatever_the_order_files_were_made(
     tmp_path: Path,
 ) -> None:

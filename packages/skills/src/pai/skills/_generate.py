@@ -615,15 +615,16 @@ def render_module(skills: list[ParsedSkill]) -> GeneratedModule:
     return GeneratedModule(text=text, names=names, chunks=chunks)
 
 
-def generate_module(source: Path) -> GeneratedModule:
-    """Read, validate and render the skills under ``source``.
+def generate_module(source: str | os.PathLike[str]) -> GeneratedModule:
+    """Read, validate and render the skills under ``source`` (a folder of skill folders); raises
+    :class:`~pai.skills.SkillSourceError` listing every problem of every skill.
 
     Example::
 
         module = generate_module(Path("skills"))
         Path("app/skills_generated.py").write_text(module.text, encoding="utf-8")
     """
-    return render_module(read_skills(source))
+    return render_module(read_skills(Path(source)))
 
 
 @dataclass(frozen=True, slots=True)
