@@ -12,7 +12,11 @@ import tracemalloc
 import pytest
 
 from pai.sandbox import FileWrite, RawCommandResult
-from pai.sandbox_inmemory import InMemorySandboxInstance, InMemorySandboxProvider
+from pai.sandbox_inmemory import (
+    InMemorySandboxInstance,
+    InMemorySandboxProvider,
+    create_in_memory_sandbox_provider,
+)
 from pai.sandbox_inmemory._hostfs import PATH_MAX, HostFs, drive
 
 pytestmark = pytest.mark.anyio
@@ -153,3 +157,40 @@ async def test_a_folder_whose_listing_is_over_four_mib_lists_in_full(
     await instance.write_files([FileWrite(f"/workspace/t/{name}", b"") for name in names])
     result = await run(instance, "ls t | wc -l; echo t/* | wc -w")
     assert (result.exit_code, result.stdout.split()) == (0, [b"110000", b"110000"]), result.stderr
+
+
+async def test_a_write_the_budget_has_no_room_for_is_refused_without_the_host_holding_it() -> None:
+    provider = create_in_memory_sandbox_provider(memory_budget=64 * MiB)
+    try:
+        instance = await provider.create("k")
+        await instance.write_files([FileWrite(f"/workspace/f{i}", b"x" * 20 * MiB) for i in (1, 2)])
+        assert (await run(instance, "true")).exit_code == 0
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            result = await run(instance, "printf '%*s' 30000000 x > big; echo $?")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert b"memory_budget" in result.stderr
+        assert not await instance.exists("/workspace/big")
+        # None of the 30 MB the shell tried to write (its capped output is held, 4 MiB).
+        assert peak - before < 16 * MiB
+    finally:
+        await provider.aclose()
+
+
+async def test_reading_a_large_file_holds_it_once_in_the_host(
+    instance: InMemorySandboxInstance,
+) -> None:
+    await instance.write_files([FileWrite("/workspace/f", b"x" * 30 * MiB)])
+    await run(instance, "echo y >> f")  # grown in place: a buffer the read must not copy twice
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        result = await run(instance, "wc -c < f")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.stdout.strip() == str(30 * MiB + 2).encode()
+    assert peak - before < 30 * MiB + 8 * MiB

@@ -336,11 +336,27 @@ class HostFs(InMemoryFs):
         return len(self._data)
 
     @property
+    def budget(self) -> int:
+        """Bytes the entries may hold."""
+        return self._entries.budget
+
+    @property
     def used(self) -> int:
         """Bytes the entries hold now, as counted against the budget."""
         entries = self._data
         assert isinstance(entries, _Entries)
         return entries.used
+
+    def content_of(self, path: str) -> bytes:
+        """The bytes of the file at ``path`` (symlinks followed), without a copy to keep: a
+        file grown in place becomes immutable bytes again (a concurrent append then starts a
+        new buffer instead of changing what is being sent)."""
+        content = drive(self.read_file_bytes(path))
+        if isinstance(content, bytearray):
+            entry = self._data[self._resolve_path_with_symlinks(path)]
+            assert isinstance(entry, FileEntry)
+            entry.content = content = bytes(content)
+        return content
 
     def size_of(self, path: str) -> int | None:
         """The size of the file at ``path`` (symlinks followed), ``None`` if it is no file."""
@@ -415,7 +431,7 @@ _Handler = Callable[[HostFs, list[object], bytes], tuple[object, bytes]]
 
 
 def _read(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
-    return None, bytes(drive(fs.read_file_bytes(_str(args, 0))))
+    return None, fs.content_of(_str(args, 0))
 
 
 def _write(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:

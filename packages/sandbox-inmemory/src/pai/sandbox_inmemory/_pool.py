@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import anyio
 import anyio.to_thread
@@ -43,6 +43,9 @@ _BOOTSTRAP = (
 )
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
+
+_SMALL = 1 << 20
+"""Frames parts up to this size are read through the shared buffer; larger ones directly."""
 
 STARTUP_TIMEOUT = 60.0
 """Seconds a new worker process may take to import its interpreter and say it is ready."""
@@ -89,17 +92,19 @@ class Worker:
     def pid(self) -> int:
         return self.process.pid
 
-    async def send(self, frame: bytes) -> None:
-        view = memoryview(frame)
-        while view:
-            try:
-                written = os.write(self._writer, view)
-            except BlockingIOError:
-                await anyio.wait_writable(self._writer)
-                continue
-            except (BrokenPipeError, OSError) as error:
-                raise WorkerDied(str(error)) from None
-            view = view[written:]
+    async def send(self, frame: bytes, payload: bytes = b"") -> None:
+        """Write ``frame`` and then ``payload`` (the rest of the frame, not joined to it)."""
+        for part in (frame, payload):
+            view = memoryview(part)
+            while view:
+                try:
+                    written = os.write(self._writer, view)
+                except BlockingIOError:
+                    await anyio.wait_writable(self._writer)
+                    continue
+                except (BrokenPipeError, OSError) as error:
+                    raise WorkerDied(str(error)) from None
+                view = view[written:]
 
     async def _fill(self, size: int) -> None:
         while len(self._buffer) < size:
@@ -115,25 +120,55 @@ class Worker:
             self._buffer += chunk
 
     async def _take(self, size: int) -> bytes:
-        await self._fill(size)
-        data = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        return data
+        if size <= _SMALL:
+            await self._fill(size)
+            data = bytes(self._buffer[:size])
+            del self._buffer[:size]
+            return data
+        # A large payload is read straight into its own buffer: the host holds it once (plus
+        # the final copy into bytes), never several slices of it.
+        out = bytearray(size)
+        view = memoryview(out)
+        filled = min(len(self._buffer), size)
+        view[:filled] = self._buffer[:filled]
+        del self._buffer[:filled]
+        while filled < size:
+            try:
+                count = os.readv(self._reader, [view[filled:]])
+            except BlockingIOError:
+                await anyio.wait_readable(self._reader)
+                continue
+            except OSError as error:
+                raise WorkerDied(str(error)) from None
+            if not count:
+                raise WorkerDied("the worker closed its pipe")
+            filled += count
+        view.release()
+        return bytes(out)
 
-    async def receive(self, max_payload: int) -> tuple[list[object], bytes | None]:
-        """The next frame. A payload over ``max_payload`` is read and dropped, never held: the
-        frame comes back with ``None`` for it. A JSON part over its limit is a protocol error."""
+    async def _skip(self, size: int) -> None:
+        """Read and drop ``size`` bytes, holding at most a small chunk of them."""
+        remaining = size
+        while remaining:
+            chunk = min(remaining, _SMALL)
+            await self._fill(chunk)
+            del self._buffer[:chunk]
+            remaining -= chunk
+
+    async def receive(
+        self, max_payload: int | Callable[[list[object]], int]
+    ) -> tuple[list[object], bytes | None]:
+        """The next frame. A payload over ``max_payload`` (a number, or a function of the
+        frame's JSON part) is read and dropped, never held: the frame comes back with ``None``
+        for it. A JSON part over its limit is a protocol error."""
         body_size, payload_size = HEADER.unpack(await self._take(HEADER.size))
         if body_size > MAX_JSON:
             raise ProtocolError(f"a worker sent a message of {body_size} bytes, over the limit")
         body = decode_body(await self._take(body_size))
-        if payload_size <= max_payload:
+        limit = max_payload if isinstance(max_payload, int) else max_payload(body)
+        if payload_size <= limit:
             return body, await self._take(payload_size)
-        remaining = payload_size
-        while remaining:
-            chunk = min(remaining, 1 << 20)
-            await self._take(chunk)
-            remaining -= chunk
+        await self._skip(payload_size)
         return body, None
 
     async def wait_ready(self) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import struct
 
-__all__ = ["HEADER", "MAX_JSON", "ProtocolError", "decode_body", "encode_frame"]
+__all__ = ["HEADER", "MAX_JSON", "ProtocolError", "decode_body", "encode_frame", "encode_head"]
 
 HEADER = struct.Struct("!II")
 """The frame header: the JSON document's length, then the payload's length."""
@@ -25,6 +25,15 @@ MAX_JSON = 4 * 1024 * 1024
 
 class ProtocolError(Exception):
     """A frame that breaks the format (too long, not JSON, wrong shape)."""
+
+
+def encode_head(document: object, payload_size: int, *, max_json: int = MAX_JSON) -> bytes:
+    """A frame without its payload (header and JSON part), for a sender that writes a large
+    payload after it without joining the two."""
+    body = json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    if len(body) > max_json:
+        raise ProtocolError(f"a message of {len(body)} bytes is over the limit of {max_json}")
+    return HEADER.pack(len(body), payload_size) + body
 
 
 def encode_frame(document: object, payload: bytes = b"", *, max_json: int = MAX_JSON) -> bytes:

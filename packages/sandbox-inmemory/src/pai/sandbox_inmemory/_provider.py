@@ -33,7 +33,7 @@ from pai.sandbox_inmemory import _files
 from pai.sandbox_inmemory._errors import budget_message
 from pai.sandbox_inmemory._hostfs import HostFs, drive, serve_frame
 from pai.sandbox_inmemory._pool import Worker, WorkerDied, WorkerPool
-from pai.sandbox_inmemory._protocol import ProtocolError, encode_frame
+from pai.sandbox_inmemory._protocol import ProtocolError, encode_frame, encode_head
 from pai.sandbox_inmemory._shell import EXIT_OUT_OF_MEMORY
 
 __all__ = [
@@ -153,17 +153,35 @@ def _heavy(fs: HostFs, method: str, arguments: list[object], payload: bytes) -> 
     return False
 
 
-def _answer(reply: Sequence[object], data: bytes, method: str, budget: int) -> bytes:
-    """The frame answering a worker's file request; an answer larger than the memory budget (a
-    listing of a huge folder) is an error the command reports, not a broken pipe."""
+def _payload_limit(fs: HostFs, body: list[object], otherwise: int) -> int:
+    """The largest payload the host reads for a frame: for a write or an append, what the memory
+    budget has room for (a larger one is refused without the host ever holding it)."""
+    if len(body) == 3 and body[0] == "fs" and body[1] in ("write", "append"):
+        arguments = body[2]
+        path = arguments[0] if isinstance(arguments, list) and arguments else None  # pyright: ignore[reportUnknownVariableType]
+        room = fs.budget - fs.used
+        if isinstance(path, str):
+            try:
+                existing = fs.size_of(path) if body[1] == "write" else 0
+            except OSError:
+                existing = 0
+            room += existing or 0
+        return max(room, 0)
+    return otherwise
+
+
+def _answer(reply: Sequence[object], data: bytes, method: str, budget: int) -> tuple[bytes, bytes]:
+    """The frame answering a worker's file request, as its head and its payload (sent one after
+    the other, never joined into a copy); an answer larger than the memory budget (a listing of
+    a huge folder) is an error the command reports, not a broken pipe."""
     try:
-        return encode_frame(reply, data, max_json=budget)
+        return encode_head(reply, len(data), max_json=budget), data
     except ProtocolError:
         message = (
             f"{method}: the answer is larger than the sandbox's memory budget of {budget} bytes "
             "(option memory_budget); list fewer entries at once"
         )
-        return encode_frame(["err", "ENOMEM", message])
+        return encode_frame(["err", "ENOMEM", message]), b""
 
 
 class InMemorySandboxInstance:
@@ -327,7 +345,9 @@ class InMemorySandboxInstance:
         state, budget = self._state, self._runtime.memory_budget
         await worker.send(request)
         while True:
-            message, payload = await worker.receive(max_payload=budget + 2 * output_limit)
+            message, payload = await worker.receive(
+                lambda body: _payload_limit(state.fs, body, budget + 2 * output_limit)
+            )
             kind = message[0]
             if kind == "fs" and len(message) == 3 and isinstance(message[1], str):
                 arguments = message[2]
@@ -354,7 +374,7 @@ class InMemorySandboxInstance:
                         reply, data = self._serve_locked(method, request_args, payload)
                     finally:
                         state.lock.release()
-                await worker.send(_answer(reply, data, method, budget))
+                await worker.send(*_answer(reply, data, method, budget))
             elif kind == "done" and len(message) == 2 and isinstance(message[1], dict):
                 if payload is None:
                     raise ProtocolError("a result larger than the output limit")

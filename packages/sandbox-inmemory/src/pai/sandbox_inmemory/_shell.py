@@ -30,7 +30,7 @@ from just_bash.interpreter import ExecutionLimitError
 from just_bash.interpreter.interpreter import Interpreter
 from just_bash.types import Command, FsStat
 
-from pai.sandbox_inmemory._protocol import HEADER, decode_body, encode_frame
+from pai.sandbox_inmemory._protocol import HEADER, decode_body, encode_head
 
 __all__ = [
     "EXIT_INTERPRETER_ERROR",
@@ -108,10 +108,12 @@ class Channel:
         self._write_fd = write_fd
 
     def send(self, document: object, payload: bytes = b"") -> None:
-        view = memoryview(encode_frame(document, payload))
-        while view:
-            written = os.write(self._write_fd, view)
-            view = view[written:]
+        # The payload follows the head without being joined to it (no copy of a large write).
+        for part in (encode_head(document, len(payload)), payload):
+            view = memoryview(part)
+            while view:
+                written = os.write(self._write_fd, view)
+                view = view[written:]
 
     def _exactly(self, size: int) -> bytes:
         chunks: list[bytes] = []
