@@ -7,8 +7,11 @@ or take time out of proportion to the files it touches. Run on asyncio and on tr
 
 from __future__ import annotations
 
+import threading
+import time
 import tracemalloc
 
+import anyio
 import pytest
 
 from pai.sandbox import FileWrite, RawCommandResult
@@ -194,3 +197,33 @@ async def test_reading_a_large_file_holds_it_once_in_the_host(
         tracemalloc.stop()
     assert result.stdout.strip() == str(30 * MiB + 2).encode()
     assert peak - before < 30 * MiB + 8 * MiB
+
+
+async def test_the_event_loop_never_waits_for_an_instance_busy_with_a_large_request(
+    instance: InMemorySandboxInstance,
+) -> None:
+    # A command's large request (a copy of a big tree) holds the instance's lock in a thread;
+    # file calls and commands then wait in a thread too, never on the event loop.
+    assert (await run(instance, "true")).exit_code == 0
+    lock = instance._state.lock  # pyright: ignore[reportPrivateUsage]
+    released = threading.Event()
+    lock.acquire()
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while not released.is_set():
+            ticks += 1
+            await anyio.sleep(0.01)
+
+    def release_later() -> None:
+        time.sleep(0.5)
+        lock.release()
+        released.set()
+
+    threading.Thread(target=release_later).start()
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        assert await instance.exists("/workspace")
+        assert (await run(instance, "echo x > f && cat f")).stdout == b"x\n"
+    assert ticks >= 10
