@@ -7,7 +7,6 @@ They reach the runtime through two small interfaces, :class:`ThreadOperations` a
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -176,7 +175,10 @@ class ThreadHandle:
                 elif isinstance(event, RunFinished):
                     print(f"\n{event.result.usage.total_tokens} tokens")
         """
-        send, receive = anyio.create_memory_object_stream[RunEvent](math.inf)
+        # No buffer: each event is handed to the reader as it happens (the first token is not
+        # held up behind the rest of the answer), and a slow reader slows the run down rather
+        # than events piling up in memory.
+        send, receive = anyio.create_memory_object_stream[RunEvent](0)
         failure: list[BaseException] = []
 
         async def run() -> None:
