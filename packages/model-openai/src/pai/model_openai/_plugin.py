@@ -1,7 +1,8 @@
 """pai-model-openai as a plugin: the ``openai`` model provider, for ``"openai:gpt-4.1-mini"``.
 
 Kept light: it imports neither the ``openai`` SDK nor the model class until a model is built.
-:func:`model_registrations` returns the record the ``pai_models`` hook will publish.
+:func:`model_registrations` returns the record its ``pai_models`` hook publishes, so
+``define_agent(model="openai:gpt-4.1-mini")`` and ``[model] provider = "openai"`` find it.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pai.core import Model, ModelRegistration, RetryPolicy
+from pai.core import Model, ModelRegistration, RetryPolicy, hookimpl
 
-__all__ = ["OpenAIOptions", "build_model", "model_registrations"]
+__all__ = ["OpenAIOptions", "build_model", "model_registrations", "pai_models"]
 
 
 class OpenAIOptions(BaseModel):
@@ -65,3 +66,9 @@ def model_registrations() -> list[ModelRegistration]:
             install_hint="pip install pai-model-openai",
         )
     ]
+
+
+@hookimpl
+def pai_models() -> list[ModelRegistration]:
+    """The ``pai_models`` hook: this distribution's model providers."""
+    return model_registrations()
