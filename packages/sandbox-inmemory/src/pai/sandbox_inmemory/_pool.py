@@ -61,7 +61,7 @@ class Worker:
     __slots__ = ("_buffer", "_reader", "_writer", "killed", "process", "ready")
 
     def __init__(self, memory_budget: int) -> None:
-        self.process = subprocess.Popen(  # our own interpreter and module
+        self.process: subprocess.Popen[bytes] = subprocess.Popen(  # our own interpreter
             [
                 sys.executable,
                 "-I",
@@ -80,13 +80,13 @@ class Worker:
         )
         assert self.process.stdin is not None
         assert self.process.stdout is not None
-        self._writer = self.process.stdin.fileno()
-        self._reader = self.process.stdout.fileno()
+        self._writer: int = self.process.stdin.fileno()
+        self._reader: int = self.process.stdout.fileno()
         os.set_blocking(self._writer, False)
         os.set_blocking(self._reader, False)
-        self._buffer = bytearray()
-        self.ready = False
-        self.killed = False
+        self._buffer: bytearray = bytearray()
+        self.ready: bool = False
+        self.killed: bool = False
 
     @property
     def pid(self) -> int:
@@ -263,7 +263,7 @@ class WorkerPool:
         self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
             weakref.WeakKeyDictionary()
         )
-        self.generation = 0  # bumped by close(): commands running then were stopped by it
+        self.generation: int = 0  # bumped by close(): commands running then were stopped by it
 
     def _limiter(self) -> anyio.CapacityLimiter:
         key = _loop_key()

@@ -81,13 +81,13 @@ class _State:
     __slots__ = ("alive", "created_at", "fs", "instance_id", "key", "lock", "running")
 
     def __init__(self, key: str, budget: int) -> None:
-        self.key = key
-        self.instance_id = uuid.uuid4().hex
-        self.created_at = datetime.now(UTC)
-        self.fs = HostFs(budget)
+        self.key: str = key
+        self.instance_id: str = uuid.uuid4().hex
+        self.created_at: datetime = datetime.now(UTC)
+        self.fs: HostFs = HostFs(budget)
         drive(self.fs.mkdir(WORKSPACE, recursive=True))
-        self.alive = True
-        self.lock = threading.Lock()
+        self.alive: bool = True
+        self.lock: threading.Lock = threading.Lock()
         self.running: set[Worker] = set()
 
     def check(self) -> None:
@@ -112,10 +112,10 @@ class _Runtime:
     __slots__ = ("limits", "limits_document", "memory_budget", "pool")
 
     def __init__(self, limits: ExecutionLimits, memory_budget: int, max_workers: int) -> None:
-        self.limits = limits
-        self.limits_document = asdict(limits)
-        self.memory_budget = memory_budget
-        self.pool = WorkerPool(max_workers=max_workers, memory_budget=memory_budget)
+        self.limits: ExecutionLimits = limits
+        self.limits_document: dict[str, Any] = asdict(limits)
+        self.memory_budget: int = memory_budget
+        self.pool: WorkerPool = WorkerPool(max_workers=max_workers, memory_budget=memory_budget)
 
 
 def _timeout_message(timeout: float) -> bytes:
