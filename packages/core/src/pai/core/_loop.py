@@ -336,7 +336,8 @@ class AgentLoop:
         )
         try:
             if run.emit is not None:
-                response = await _streamed(model, request, run.emit)
+                streaming = self._streams(run.agent.name, model)
+                response = await _streamed(model, request, run.emit, streaming)
             elif self._streams(run.agent.name, model):
                 response = await cast("StreamingModel", model).respond(request)
             else:
@@ -580,9 +581,16 @@ class AgentLoop:
             await self._storage.append_messages(thread_id, [message])
 
 
-async def _streamed(model: Model, request: ModelRequest, emit: Emit) -> ModelResponse:
-    """The model's answer, streamed: each event emitted as it arrives, then collected."""
-    events = stream_model(model, request)
+async def _streamed(
+    model: Model, request: ModelRequest, emit: Emit, streaming: bool
+) -> ModelResponse:
+    """The model's answer, streamed: each event emitted as it arrives, then collected.
+
+    ``streaming`` says the model is a :class:`StreamingModel` (known per agent), which spares
+    the protocol check ``stream_model`` would make on every step."""
+    events = (
+        cast("StreamingModel", model).stream(request) if streaming else stream_model(model, request)
+    )
     try:
         return await collect_response(_emitting(events, emit))
     finally:
