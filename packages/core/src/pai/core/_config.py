@@ -6,8 +6,9 @@ Where it comes from, lowest precedence first:
    directory or the nearest folder above it that has one. In one folder ``pai.toml`` wins over
    ``pyproject.toml``; the search stops at the first file found (a ``pyproject.toml`` without
    ``[tool.pai]`` does not count). ``PAI_CONFIG=path`` names the file instead of searching. The
-   tables are ``[capabilities]``, ``[model]`` (see :mod:`pai.core._model_config`) and
-   ``[storage]``; another top-level table is an error, and so is a ``[capabilities.<id>]`` no
+   tables are ``[capabilities]``, ``[chat]`` (the agent ``pai chat`` talks to, see
+   :mod:`pai.core._chat`), ``[model]`` (see :mod:`pai.core._model_config`) and ``[storage]``;
+   another top-level table is an error, and so is a ``[capabilities.<id>]`` no
    installed package registers (checked when configuration binds a capability)::
 
        [capabilities.sandbox]
@@ -65,7 +66,7 @@ CONFIG_ENV = "PAI_CONFIG"
 NOT_CONFIG = frozenset({"PAI_STRICT_PLUGINS", "PAI_LOAD_PLUGINS", "PAI_REQUIRE_DOCKER", CONFIG_ENV})
 """``PAI_`` variables that are switches, not configuration."""
 
-TABLES = ("capabilities", "model", "storage")
+TABLES = ("capabilities", "chat", "model", "storage")
 """The top-level tables of the configuration; anything else is a mistake, reported."""
 
 KeyPath = tuple[str, ...]

@@ -8,7 +8,8 @@ through the ``pai_cli`` hook (pai-sandbox adds ``pai providers``, ``pai sandbox 
 
     pai plugins [--json]     the plugins of the ``pai`` entry-point group and what became of them
     pai config  [--json]     the resolved configuration: each key, its value, where it came from
-    pai chat MODULE:AGENT    talk to your agent, streamed (--model PROVIDER:NAME, --thread ID)
+    pai chat [MODULE:AGENT]  talk to your agent, streamed (--model PROVIDER:NAME, --thread ID);
+                             without MODULE:AGENT, the agent ``[chat] agent`` configures
     pai generate ...         code generators plugins add (``pai generate`` alone lists them)
 
 Every listing takes ``--json`` (a JSON object with stable keys, for scripts). Output is a rich
@@ -296,10 +297,11 @@ def _defaults(config: Any, registrations: Mapping[str, Any]) -> list[dict[str, A
 
 def _check(config: Any) -> None:
     """Validate the configuration as a runtime would: tables, ids, storage, every binding, the
-    model."""
+    model, and the agent ``[chat]`` names (imported)."""
     import anyio
 
     from pai.core._agent import Requirement
+    from pai.core._chat import configured_agent
     from pai.core._config import check_capability_ids
     from pai.core._config_binding import bindings_from_config
     from pai.core._model_config import check_model_config
@@ -309,6 +311,7 @@ def _check(config: Any) -> None:
     plugins = get_plugins()
     registrations = plugins.capabilities()
     check_capability_ids(config, registrations)
+    configured_agent(config)  # before anything is opened: it imports the user's module
     storage = storage_from_config(config, plugins=plugins)
     configured = {
         cap_id: Requirement(registration.capability, ("pai config --check",))
@@ -335,7 +338,8 @@ def _check(config: Any) -> None:
     "--check",
     is_flag=True,
     help="Also validate everything a runtime would (tables, capability ids, storage URL, every "
-    "configured capability's options, [model]); exit non-zero on the first problem.",
+    "configured capability's options, [model], the agent [chat] names); exit non-zero on the "
+    "first problem.",
 )
 @json_option
 def config_command(check: bool, as_json: bool) -> None:
@@ -473,27 +477,30 @@ def _new_generate_group() -> click.Group:
 def chat_command(agent: str | None, model_name: str | None, thread_id: str | None) -> None:
     """Talk to your agent in the terminal: pai chat myapp.agents:coder
 
-    Each line is a message; the answer streams as it comes, with every tool call and result.
+    Without MODULE:AGENT, chats with the agent the configuration names: agent =
+    "myapp.agents:coder" in [chat] of pai.toml (or [tool.pai.chat] of pyproject.toml, or
+    PAI_CHAT__AGENT). Each line is a message; the answer streams as it comes, with every tool call and result.
     The model, capabilities (the sandbox among them) and storage come from the configuration.
     Ctrl-C cancels the answer in progress and keeps the thread; Ctrl-C at the prompt or end of
     input (Ctrl-D) ends the chat. The thread's id is printed, to come back with --thread.
     """
-    if agent is None:
-        fail(
-            "name the agent to chat with as MODULE:AGENT, e.g. `pai chat myapp.agents:coder` for "
-            "the agent `coder` defined in myapp/agents.py (`pai demo --model openai:NAME` runs "
-            "the demo agent on a model)"
-        )
     import anyio
 
     from pai.core._assembly import create_agent_runtime
-    from pai.core._chat import chat, load_agent
+    from pai.core._chat import chat, chat_agent_from_config, load_agent, no_agent_message
     from pai.core._config import load_config
     from pai.core._model_config import resolve_model
     from pai.core._plugins import get_plugins
 
-    target = load_agent(agent)
     config = load_config()
+    configured = chat_agent_from_config(config)  # checks [chat] even when an argument wins
+    if agent is not None:
+        target = load_agent(agent)
+    elif configured is not None:
+        name, source, folder = configured
+        target = load_agent(name, configured_in=source, folder=folder)
+    else:
+        fail(no_agent_message(config))
     plugins = get_plugins()
     if thread_id is not None and config.data.get("storage") is None:
         fail(
