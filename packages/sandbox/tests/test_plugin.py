@@ -300,6 +300,20 @@ def test_an_unknown_key_in_the_sandbox_section_is_reported_with_the_valid_keys(
     assert "[capabilities.sandbox]" in message
 
 
+def test_an_unknown_key_in_the_sandbox_section_suggests_the_closest_and_lists_scope(
+    fake: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\nscop = "thread"\n')
+
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+
+    message = str(caught.value)
+    assert "unknown key(s) ['scop']; did you mean 'scope'?" in message
+    assert "'scope'" in message.split("valid keys are", 1)[1]
+    assert str(tmp_path / "pai.toml") in message
+
+
 def test_a_bad_sandbox_setting_names_the_key(fake: ModuleType, tmp_path: Path) -> None:
     config = config_of(
         tmp_path, '[capabilities.sandbox]\nprovider = "fake"\noutput_limit = "lots"\n'

@@ -127,6 +127,11 @@ def _installed(providers: Mapping[str, SandboxProviderRegistration]) -> str:
     return ", ".join(f"{name!r} ({r.distribution})" for name, r in sorted(providers.items()))
 
 
+def _sentence(text: str) -> str:
+    """``text`` ended as a sentence (a full stop, unless it ends in a question already)."""
+    return text if text.endswith(("?", ".")) else f"{text}."
+
+
 def _format_errors(error: ValidationError, section: str, valid: Iterable[str] = ()) -> str:
     def one(problem: Any) -> str:
         loc = ".".join(str(p) for p in problem["loc"])
@@ -163,7 +168,7 @@ def build_provider(
     except ValidationError as error:
         raise ProviderOptionsError(
             f"invalid options for sandbox provider {name!r}: "
-            f"{_format_errors(error, subsection, registration.options.model_fields)}. "
+            f"{_sentence(_format_errors(error, subsection, registration.options.model_fields))} "
             f"Valid keys: {sorted(registration.options.model_fields)}"
         ) from error
     return registration.factory(validated)
@@ -219,11 +224,14 @@ def _provider_from_settings(
             raise _with_path(error, "provider") from None
     unknown = sorted(key for key in extra if key not in providers)
     if unknown:
+        # scope is read by the core (every capability has one) and never reaches these settings,
+        # but it is a valid key of the section all the same.
+        valid = sorted({"scope", *SandboxSettings.model_fields})
         raise _with_path(
             ProviderOptionsError(
-                f"{section} has unknown key(s) {unknown}; valid keys are "
-                f"{sorted(SandboxSettings.model_fields)} and a sub-table per installed provider "
-                f"({sorted(providers)})"
+                f"{section} has unknown key(s) {unknown}; "
+                f"{_did_you_mean(unknown[0], [*valid, *providers])}valid keys are {valid} and "
+                f"a sub-table per installed provider ({sorted(providers)})"
             )
         )
     options: object = extra.get(name) or {}
@@ -329,8 +337,9 @@ def configured_provider(
     except ValidationError as error:
         raise ProviderOptionsError(
             _located(
-                f"invalid sandbox settings: {_format_errors(error, where)}. Valid keys: "
-                f"{sorted(SandboxSettings.model_fields)} and a sub-table per installed provider",
+                f"invalid sandbox settings: {_sentence(_format_errors(error, where))} Valid "
+                f"keys: {sorted({'scope', *SandboxSettings.model_fields})} and a sub-table per "
+                "installed provider",
                 _origin(*(str(part) for part in error.errors()[0]["loc"])),
             )
         ) from error
