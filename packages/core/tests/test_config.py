@@ -23,6 +23,7 @@ from pai.core import (
     load_config,
     reset_plugins,
 )
+from pai.core._config import did_you_mean
 
 
 @pytest.fixture(autouse=True)
@@ -310,6 +311,18 @@ def test_a_misspelt_top_level_table_is_an_error_naming_the_file_and_the_closest_
     assert "[capabilites]" in message
     assert str(file) in message
     assert "did you mean 'capabilities'?" in message
+
+
+def test_a_did_you_mean_hint_ends_in_its_question_mark_between_the_callers_separators() -> None:
+    assert did_you_mean("tempate", ["template", "timeout"]) == "did you mean 'template'? "
+    assert (
+        did_you_mean("tempate", ["template"], before="; ", after="") == "; did you mean 'template'?"
+    )
+    assert did_you_mean("sqlit", ["sqlite"], show=lambda s: f"{s}://") == "did you mean sqlite://? "
+
+
+def test_a_did_you_mean_hint_is_empty_when_nothing_is_close() -> None:
+    assert did_you_mean("zzz", ["template"], before="; ") == ""
 
 
 def test_a_misspelt_top_level_table_in_the_environment_names_the_variable(tmp_path: Path) -> None:

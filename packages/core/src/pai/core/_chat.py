@@ -26,7 +26,6 @@ before it, and nothing of the interrupted answer); Ctrl-C at the prompt, or end 
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import json
 import signal
@@ -40,7 +39,7 @@ import anyio
 import click
 
 from pai.core._agent import Agent
-from pai.core._config import PYPROJECT, PaiConfig, origin_of
+from pai.core._config import PYPROJECT, PaiConfig, did_you_mean, origin_of
 from pai.core._errors import ConfigError, PaiError, UserError
 from pai.core._messages import ToolCall
 from pai.core._model import TextDelta, ToolCallFinished
@@ -108,8 +107,7 @@ def load_agent(
     found = getattr(module, attribute, None)
     if found is None:
         names = [name for name in vars(module) if not name.startswith("_")]
-        close = difflib.get_close_matches(attribute, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(attribute, names, before="; ", after="")
         raise ChatTargetError(
             f"{subject}: module {module_name!r} has no attribute {attribute!r}{hint}"
         )
@@ -155,10 +153,9 @@ def chat_agent_from_config(config: PaiConfig) -> tuple[str, str, Path | None] | 
     for key in sorted(section):
         if key in CHAT_KEYS:
             continue
-        close = difflib.get_close_matches(key, CHAT_KEYS, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ConfigError(
-            f"unknown key chat.{key} ({origin_of(config, ('chat', key))}); {hint}[chat] takes: "
+            f"unknown key chat.{key} ({origin_of(config, ('chat', key))}); "
+            f"{did_you_mean(key, CHAT_KEYS)}[chat] takes: "
             f"{', '.join(CHAT_KEYS)}"
         )
     if "agent" not in section:

@@ -44,7 +44,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -227,11 +227,29 @@ def load_config(
     return config
 
 
-def _did_you_mean(value: str, choices: Collection[str]) -> str:
+def did_you_mean(
+    value: str,
+    choices: Iterable[str],
+    *,
+    before: str = "",
+    after: str = " ",
+    show: Callable[[str], str] = repr,
+) -> str:
+    """The hint ``did you mean 'x'?`` for the choice closest to ``value``, or ``""``.
+
+    Every "did you mean" of this package is made here, in one shape: the hint ends in its question
+    mark, and the caller's separators go around it (``before``, and ``after``, which by default is
+    the space before the next clause), never a full stop after it. ``show`` renders the choice.
+
+    Example::
+
+        f"unknown table [{key}]; {did_you_mean(key, TABLES)}the tables are: ..."
+        "unknown key" + did_you_mean(key, fields, before="; ", after="")
+    """
     import difflib  # only on error paths
 
-    close = difflib.get_close_matches(value, list(choices), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
+    close = difflib.get_close_matches(value, sorted(set(choices)), n=1)
+    return f"{before}did you mean {show(close[0])}?{after}" if close else ""
 
 
 def _check_tables(config: PaiConfig) -> None:
@@ -241,7 +259,7 @@ def _check_tables(config: PaiConfig) -> None:
             continue
         raise ConfigError(
             f"unknown configuration table [{render_key((key,))}] ({origin_of(config, (key,))}); "
-            f"{_did_you_mean(key, TABLES)}the tables are: "
+            f"{did_you_mean(key, TABLES)}the tables are: "
             f"{', '.join(f'[{table}]' for table in TABLES)}"
         )
 
@@ -268,7 +286,7 @@ def check_capability_ids(config: PaiConfig, known: Collection[str]) -> None:
             path: KeyPath = ("capabilities", *[p for p in prefix.split(".") if p], key)
             raise ConfigError(
                 f"[capabilities.{cap_id}] ({origin_of(config, path)}) configures a capability no "
-                f"installed package provides; {_did_you_mean(cap_id, ids)}installed capability "
+                f"installed package provides; {did_you_mean(cap_id, ids)}installed capability "
                 f"ids: {', '.join(sorted(ids)) or 'none'}. Fix the id, install the package that "
                 "provides it, or remove the table",
                 ids=(cap_id,),

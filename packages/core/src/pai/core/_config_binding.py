@@ -29,6 +29,7 @@ from pai.core._config import (
     capability_section,
     check_capability_ids,
     describe_source,
+    did_you_mean,
     load_config,
     origin_of,
 )
@@ -202,12 +203,9 @@ def _bind_one(
                 continue
             what = problem["msg"]
             if problem["type"] == "extra_forbidden":
-                what = "unknown key"
-                import difflib  # only on this error path
-
-                close = difflib.get_close_matches(loc[-1], _keys(registration.options), n=1)
-                if close:
-                    what += f"; did you mean {close[0]!r}?"
+                what = "unknown key" + did_you_mean(
+                    loc[-1], _keys(registration.options), before="; ", after=""
+                )
             origin = origin_of(config, (*path, *loc))
             lines.append(f"{key} = {problem['input']!r} ({origin}): {what}")
     if lines:

@@ -21,14 +21,13 @@ override the file as for every table: ``PAI_MODEL__NAME=gpt-4.1``,
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
-from pai.core._config import CONFIG_FILE, PYPROJECT, PaiConfig, origin_of
+from pai.core._config import CONFIG_FILE, PYPROJECT, PaiConfig, did_you_mean, origin_of
 from pai.core._errors import ConfigError, ModelConfigurationError, PaiError
 from pai.core._model import Model
 from pai.core._model_registry import ModelRegistration
@@ -76,10 +75,9 @@ def _provider_registration(
         )
     else:
         choices = sorted({*registrations, *KNOWN_PROVIDERS})
-        close = difflib.get_close_matches(provider, choices, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
         message = (
-            f"{where}: no installed package provides the model provider {provider!r}; {hint}"
+            f"{where}: no installed package provides the model provider {provider!r}; "
+            f"{did_you_mean(provider, choices)}"
             f"installed providers: {installed or 'none'}. A provider comes from a package whose "
             "plugin registers it (pai_models)"
         )
@@ -127,8 +125,7 @@ def _options(registration: ModelRegistration, provider: str, config: PaiConfig |
                 continue
             what = problem["msg"]
             if problem["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(loc[-1], fields, n=1)
-                what = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
+                what = "unknown key" + did_you_mean(loc[-1], fields, before="; ", after="")
             lines.append(f"{key} = {problem['input']!r} ({origin}): {what}")
         raise ConfigError(
             f"[model.{provider}] (the options of the {provider} model provider of "
@@ -226,8 +223,7 @@ def model_from_config(config: PaiConfig, *, plugins: Plugins | None = None) -> M
             continue
         if isinstance(value, Mapping) and (key in plugins.models() or key in KNOWN_PROVIDERS):
             continue  # the options of a provider: checked when that provider is chosen
-        close = difflib.get_close_matches(key, [*MODEL_KEYS, *plugins.models()], n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(key, [*MODEL_KEYS, *plugins.models()])
         raise ConfigError(
             f"unknown key model.{key} ({origin_of(config, ('model', key))}); {hint}[model] takes "
             "provider, name, and one table of options per installed provider (installed: "

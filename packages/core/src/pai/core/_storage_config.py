@@ -22,13 +22,12 @@ backend, without any change to pai-core. A backend's tests run
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pai.core._config import PaiConfig, describe_source
+from pai.core._config import PaiConfig, describe_source, did_you_mean
 from pai.core._errors import ConfigError
 from pai.core._plugins import Plugins, get_plugins
 from pai.core._storage import Storage
@@ -162,8 +161,7 @@ def open_storage(
         registration = backends.get(parsed.scheme)
         if registration is None:
             known = sorted({*BUILTIN_BACKENDS, *backends})
-            close = difflib.get_close_matches(parsed.scheme, known, n=1)
-            hint = f"did you mean {close[0]}://? " if close else ""
+            hint = did_you_mean(parsed.scheme, known, show=lambda scheme: f"{scheme}://")
             raise ConfigError(
                 f"storage URL {url!r} ({source}): no storage backend is installed for the "
                 f"scheme {parsed.scheme!r}; {hint}installed schemes: "
@@ -206,10 +204,9 @@ def storage_from_config(config: PaiConfig, *, plugins: Plugins | None = None) ->
     if unknown:
         key = unknown[0]
         where = describe_source(config.sources.get(("storage", key), _table_source(config)))
-        close = difflib.get_close_matches(key, STORAGE_KEYS, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ConfigError(
-            f"unknown key storage.{key} ({where}); {hint}[storage] takes: {', '.join(STORAGE_KEYS)}"
+            f"unknown key storage.{key} ({where}); {did_you_mean(key, STORAGE_KEYS)}[storage] "
+            f"takes: {', '.join(STORAGE_KEYS)}"
         )
     url = section.get("url")
     if url is None:
