@@ -116,6 +116,11 @@ class SandboxProviderConformance:
     timeout_seconds: ClassVar[float] = 0.5
     #: How many commands the concurrency test runs at once on one instance.
     concurrent_commands: ClassVar[int] = 20
+    #: Doublings of a one-byte shell string in the memory test: 30 is 1 GiB, which no sandbox's
+    #: memory bound should let a command hold (lower it only for a backend whose bound is larger).
+    memory_doublings: ClassVar[int] = 30
+    #: Seconds the memory test gives the command: it must fail (or be killed) by then.
+    memory_timeout_seconds: ClassVar[float] = 30
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
 
@@ -696,6 +701,46 @@ class SandboxProviderConformance:
         with contextlib.suppress(SandboxFileNotFoundError, SandboxNotADirectoryError):
             await sandbox.write_file("escape", "written from the sandbox")
         assert _host_folder(tmp_path) == before == {"secret.txt": secret}
+
+    async def test_a_command_cannot_read_write_or_list_host_paths(
+        self, provider: SandboxProvider, tmp_path: Path
+    ) -> None:
+        secret = f"host-secret-{uuid.uuid4().hex}"
+        before = _host_folder(tmp_path, write={"secret.txt": secret})
+        sandbox = self.sandbox(provider)
+        seen = await sandbox.run_command(
+            f"cat {tmp_path}/secret.txt; ls {tmp_path}; echo pwned > {tmp_path}/created.txt; "
+            f"mkdir -p {tmp_path}/made; rm -f {tmp_path}/secret.txt"
+        )
+        assert secret not in seen.stdout + seen.stderr
+        assert "secret.txt" not in seen.stdout  # the host folder's listing is not visible
+        # Whatever the command made, it made inside the sandbox: the host folder is as it was.
+        assert _host_folder(tmp_path) == before == {"secret.txt": secret}
+
+    async def test_the_hosts_environment_is_invisible_to_commands(
+        self, provider: SandboxProvider, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        secret = f"host-env-{uuid.uuid4().hex}"
+        monkeypatch.setenv("PAI_CONFORMANCE_HOST_SECRET", secret)
+        sandbox = self.sandbox(provider)
+        seen = await sandbox.run_command("env; printenv PAI_CONFORMANCE_HOST_SECRET; set")
+        assert secret not in seen.stdout + seen.stderr
+
+    async def test_a_command_holding_a_gibibyte_fails_and_the_sandbox_keeps_working(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = await self.provisioned(provider)
+        hog = await sandbox.run_command(
+            f"x=a; i=0; while [ $i -lt {self.memory_doublings} ]; do x=$x$x; i=$((i+1)); done; "
+            'echo "held ${#x} bytes"',
+            timeout=self.memory_timeout_seconds,
+        )
+        # Refused by the sandbox's memory bound (or, at worst, killed at its timeout): never
+        # done, since the host would have paid for it.
+        assert hog.exit_code != 0, f"the command held the memory: {hog.stdout!r}"
+        assert "held" not in hog.stdout
+        after = await sandbox.run_command("echo alive")
+        assert (after.exit_code, after.stdout) == (0, "alive\n")
 
     # -- files: bounded reads ---------------------------------------------------------------------
 
