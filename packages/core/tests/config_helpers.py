@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel, ConfigDict
 
 from pai.core import (
@@ -13,9 +14,11 @@ from pai.core import (
     CapabilityBinding,
     CapabilityRegistration,
     CapabilitySettings,
+    ConfigError,
     PaiConfig,
     Plugins,
     ToolContext,
+    bindings_from_config,
     create_capability_binding,
     define_agent,
     define_capability,
@@ -126,3 +129,18 @@ def config_of(tmp_path: Path, content: str, environ: dict[str, str] | None = Non
 
 def scope_of(identity: object) -> str:
     return "acme"
+
+
+def binding_error(
+    config: PaiConfig, *, agent: Agent | None = None, plugins: Plugins | None = None
+) -> ConfigError:
+    """The error binding ``agent``'s requirements (the fetch tool's by default) from ``config``
+    raises, with the vault plugin installed unless ``plugins`` says otherwise."""
+    agent = agent if agent is not None else fetch_tool_agent()
+    with pytest.raises(ConfigError) as caught:
+        bindings_from_config(
+            agent.requirements,
+            config=config,
+            plugins=plugins if plugins is not None else vault_plugins(),
+        )
+    return caught.value

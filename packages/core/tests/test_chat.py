@@ -5,16 +5,13 @@ printed as they stream, and a bad target is one clear error; without an argument
 from __future__ import annotations
 
 import json
-import os
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from pai.core import reset_plugins
 from pai.core.cli import create_cli
 
 AGENT_MODULE = """
@@ -46,18 +43,13 @@ greeting = "hello"
 
 
 @pytest.fixture(autouse=True)
-def project(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    for name in list(os.environ):
-        if name.startswith("PAI_"):
-            monkeypatch.delenv(name)
+def project(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fresh_plugins: None) -> Path:
     monkeypatch.setenv("PAI_LOAD_PLUGINS", "")
     (tmp_path / "talkers.py").write_text(textwrap.dedent(AGENT_MODULE), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delitem(sys.modules, "talkers", raising=False)
     monkeypatch.setattr(sys, "path", [*sys.path])  # the folders pai chat adds go with the test
-    reset_plugins()
-    yield tmp_path
-    reset_plugins()
+    return tmp_path
 
 
 def test_each_line_is_a_message_and_tool_calls_and_results_are_shown() -> None:

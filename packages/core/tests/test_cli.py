@@ -20,7 +20,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from pai.core import UserError, reset_plugins
+from pai.core import UserError
 from pai.core import cli as pai_cli
 from pai.core.cli import create_cli, generate_group, main
 
@@ -28,17 +28,11 @@ ANSI = "\x1b["
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fresh_plugins: None) -> None:
     """No configuration variables from outside, a fresh working folder, fresh plugins."""
-    for name in list(os.environ):
-        if name.startswith("PAI_"):
-            monkeypatch.delenv(name)
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    reset_plugins()
-    yield
-    reset_plugins()
 
 
 class Distributions:

@@ -3,7 +3,6 @@ value came from, and the mistakes it never lets pass silently."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,22 +20,10 @@ from pai.core import (
     InMemoryStorage,
     create_agent_runtime,
     load_config,
-    reset_plugins,
 )
 from pai.core._config import did_you_mean
 
-
-@pytest.fixture(autouse=True)
-def _fresh_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No test sees another's plugins, or the developer's PAI_* configuration variables."""
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("PAI_"):
-            monkeypatch.delenv(name)
-    reset_plugins()
-    yield
-    reset_plugins()
+pytestmark = pytest.mark.usefixtures("fresh_plugins")
 
 
 # -- discovery -----------------------------------------------------------------------------------

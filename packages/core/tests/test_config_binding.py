@@ -3,7 +3,6 @@ the capability packages plugins registered, and every problem reported at once."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from config_helpers import (
     NoInput,
     Vault,
     VaultOptions,
+    binding_error,
     config_of,
     fetch_tool_agent,
     ledger,
@@ -45,22 +45,10 @@ from pai.core import (
     define_agent,
     define_tool,
     load_config,
-    reset_plugins,
 )
 from pai.core.testing import ScriptedModel, text, tool_call
 
-
-@pytest.fixture(autouse=True)
-def _fresh_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No test sees another's plugins, or the developer's PAI_* configuration variables."""
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("PAI_"):
-            monkeypatch.delenv(name)
-    reset_plugins()
-    yield
-    reset_plugins()
+pytestmark = pytest.mark.usefixtures("fresh_plugins")
 
 
 def test_a_configured_capability_is_bound_by_its_package_from_its_section(tmp_path: Path) -> None:
@@ -99,13 +87,10 @@ def test_capabilities_bound_in_code_are_left_to_code(tmp_path: Path) -> None:
 def test_a_typo_names_the_file_the_key_path_the_value_and_the_valid_keys(tmp_path: Path) -> None:
     config = config_of(tmp_path, '[capabilities.acme.vault]\nurll = "https://vault"\n')
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            fetch_tool_agent().requirements, config=config, plugins=vault_plugins()
-        )
+    error = binding_error(config)
 
-    message = str(caught.value)
-    assert caught.value.ids == ("acme.vault",)
+    message = str(error)
+    assert error.ids == ("acme.vault",)
     assert "capabilities.acme.vault.urll = 'https://vault'" in message
     assert str(tmp_path / "pai.toml") in message
     assert "unknown key; did you mean 'url'?" in message
@@ -120,12 +105,9 @@ def test_a_bad_value_from_the_environment_names_the_variable(tmp_path: Path) -> 
         environ={"PAI_CAPABILITIES__ACME__VAULT__TIMEOUT": "soon"},
     )
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            fetch_tool_agent().requirements, config=config, plugins=vault_plugins()
-        )
+    error = binding_error(config)
 
-    message = str(caught.value)
+    message = str(error)
     assert "capabilities.acme.vault.timeout = 'soon'" in message
     assert "environment variable PAI_CAPABILITIES__ACME__VAULT__TIMEOUT" in message
     assert "valid number" in message  # pydantic's account of the problem
@@ -134,12 +116,9 @@ def test_a_bad_value_from_the_environment_names_the_variable(tmp_path: Path) -> 
 def test_a_bad_scope_lists_the_valid_scopes(tmp_path: Path) -> None:
     config = config_of(tmp_path, '[capabilities.acme.vault]\nurl = "u"\nscope = "forever"\n')
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            fetch_tool_agent().requirements, config=config, plugins=vault_plugins()
-        )
+    error = binding_error(config)
 
-    message = str(caught.value)
+    message = str(error)
     assert "capabilities.acme.vault.scope = 'forever'" in message
     assert "'thread', 'rootThread', 'user', 'scope', 'global'" in message
 
@@ -147,12 +126,9 @@ def test_a_bad_scope_lists_the_valid_scopes(tmp_path: Path) -> None:
 def test_missing_required_options_show_the_toml_that_would_bind_it(tmp_path: Path) -> None:
     config = config_of(tmp_path, "")
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            fetch_tool_agent().requirements, config=config, plugins=vault_plugins()
-        )
+    error = binding_error(config)
 
-    message = str(caught.value)
+    message = str(error)
     assert "'acme.vault' (declared by tool 'fetch') is not bound" in message
     assert "acme-vault" in message  # the package that provides it
     assert f"Add to {tmp_path / 'pai.toml'}" in message
@@ -164,12 +140,9 @@ def test_the_snippet_is_written_for_pyproject_toml_when_that_is_the_file(tmp_pat
     write(tmp_path / "pyproject.toml", "[tool.pai]\n")
     config = load_config(tmp_path, environ=NO_ENV)
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            fetch_tool_agent().requirements, config=config, plugins=vault_plugins()
-        )
+    error = binding_error(config)
 
-    assert '[tool.pai.capabilities.acme.vault]\n        url = "..."' in str(caught.value)
+    assert '[tool.pai.capabilities.acme.vault]\n        url = "..."' in str(error)
 
 
 def test_a_partly_configured_section_names_the_missing_key_and_shows_the_snippet(
@@ -177,12 +150,9 @@ def test_a_partly_configured_section_names_the_missing_key_and_shows_the_snippet
 ) -> None:
     config = config_of(tmp_path, "[capabilities.acme.vault]\ntimeout = 3\n")
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            fetch_tool_agent().requirements, config=config, plugins=vault_plugins()
-        )
+    error = binding_error(config)
 
-    message = str(caught.value)
+    message = str(error)
     assert "capabilities.acme.vault.url: required, and not set" in message
     assert 'url = "..."' in message
 
@@ -192,12 +162,8 @@ def test_capabilities_no_plugin_provides_are_all_listed_with_who_declared_them_a
 ) -> None:
     agent = fetch_tool_agent(ledger, other)
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            agent.requirements, config=config_of(tmp_path, ""), plugins=vault_plugins()
-        )
+    error = binding_error(config_of(tmp_path, ""), agent=agent)
 
-    error = caught.value
     assert isinstance(error, CapabilityBindingError)  # old handlers still catch it
     assert error.ids == ("acme.ledger", "acme.other", "acme.vault")
     message = str(error)
@@ -224,14 +190,11 @@ def test_a_package_error_keeps_its_message_and_names_where_the_section_came_from
     )
     config = config_of(tmp_path, '[capabilities.acme.vault]\nurl = "http"\n')
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            fetch_tool_agent().requirements, config=config, plugins=vault_plugins(registration)
-        )
+    error = binding_error(config, plugins=vault_plugins(registration))
 
-    message = str(caught.value)
+    message = str(error)
     assert "backend 'http' is not installed; pip install acme-vault-http" in message
-    assert isinstance(caught.value.__cause__, NotInstalledError)
+    assert isinstance(error.__cause__, NotInstalledError)
     assert f"[capabilities.acme.vault] ({tmp_path / 'pai.toml'})" in message
 
 
@@ -243,12 +206,9 @@ def test_a_package_whose_factory_returns_no_binding_is_reported_as_its_bug(tmp_p
     )
     config = config_of(tmp_path, '[capabilities.acme.vault]\nurl = "u"\n')
 
-    with pytest.raises(ConfigError) as caught:
-        bindings_from_config(
-            fetch_tool_agent().requirements, config=config, plugins=vault_plugins(registration)
-        )
+    error = binding_error(config, plugins=vault_plugins(registration))
 
-    message = str(caught.value)
+    message = str(error)
     assert "returned 'not a binding'" in message
     assert "bug in acme-vault" in message
     assert "capabilities={'acme.vault': <binding>}" in message
