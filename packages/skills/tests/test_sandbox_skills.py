@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from skills_helpers import (
     tool_results,
 )
 
-from pai.core import define_agent
+from pai.core import ThreadHandle, define_agent
 from pai.core.testing import ScriptedModel, create_test_runtime, text, tool_call, tool_calls
 from pai.sandbox import sandbox_capability
 from pai.skills import MARKER, define_skills
@@ -40,6 +42,26 @@ def agent(skills: Any, model: Any) -> Any:
         instructions=skills.instructions,
         tools={**skills.tools, "run": run_tool_in_sandbox, "read": read_tool_in_sandbox},
     )
+
+
+@asynccontextmanager
+async def conversation(
+    skills: Any, model: Any, provider: CountingProvider, *, seed: Any = ()
+) -> AsyncIterator[ThreadHandle]:
+    """A thread of the analyst agent, its sandbox from ``provider``; deleted afterwards."""
+    binding = sandbox_capability(provider=provider, seed=seed)
+    async with create_test_runtime(
+        agent=agent(skills, model), capabilities={"sandbox": binding}
+    ) as runtime:
+        thread = await runtime.admin(identity="u").create_thread()
+        yield thread
+        await thread.delete()
+
+
+async def send_once(skills: Any, model: Any, provider: CountingProvider, message: str) -> Any:
+    """The result of one message in a new conversation."""
+    async with conversation(skills, model, provider) as thread:
+        return await thread.send(message)
 
 
 def load(name: str, path: str = "SKILL.md") -> Any:
@@ -66,12 +88,7 @@ async def test_loading_a_sandbox_skill_copies_its_folder_in_one_batch_and_its_sc
             text("done"),
         ]
     )
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
-        result = await thread.send("count the rows")
-        await thread.delete()
+    result = await send_once(skills, model, provider, "count the rows")
 
     loaded, counted, mode = tool_results(result.messages)
     assert provider.writes == [CSV_COPY]
@@ -89,12 +106,7 @@ async def test_a_second_load_finds_the_marker_current_and_writes_nothing(
     model = ScriptedModel(
         [load("csv-report"), load("csv-report"), load("csv-report", "scripts/count.sh"), text("ok")]
     )
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
-        result = await thread.send("go")
-        await thread.delete()
+    result = await send_once(skills, model, provider, "go")
 
     assert provider.writes == [CSV_COPY]
     first, second, script = tool_results(result.messages)
@@ -116,12 +128,7 @@ async def test_loads_of_one_skill_in_the_same_step_copy_it_once(
             text("ok"),
         ]
     )
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
-        result = await thread.send("go")
-        await thread.delete()
+    result = await send_once(skills, model, provider, "go")
 
     assert provider.writes == [CSV_COPY]
     assert [m.is_error for m in tool_results(result.messages)] == [False, False, False]
@@ -138,12 +145,7 @@ async def test_a_stale_copy_is_copied_again(provider: CountingProvider) -> None:
             text("ok"),
         ]
     )
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
-        result = await thread.send("go")
-        await thread.delete()
+    result = await send_once(skills, model, provider, "go")
 
     assert provider.writes == [CSV_COPY, CSV_COPY]
     marker = stdout(tool_results(result.messages)[3].content)
@@ -162,12 +164,7 @@ async def test_a_copy_that_cannot_be_written_fails_the_call_and_destroys_nothing
             text("ok"),
         ]
     )
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
-        result = await thread.send("go")
-        await thread.delete()
+    result = await send_once(skills, model, provider, "go")
 
     _, loaded, kept = tool_results(result.messages)
     assert loaded.is_error
@@ -189,15 +186,11 @@ async def test_a_recreated_sandbox_gets_the_skill_copied_again_with_environment_
             text("ok"),
         ]
     )
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
+    async with conversation(skills, model, provider) as thread:
         first = await thread.send("load it")
         [key] = provider.created
         await provider.inner.destroy(key)  # the sandbox expires behind the runtime's back
         second = await thread.send("again")
-        await thread.delete()
 
     [loaded] = tool_results(first.messages)
     reloaded, counted = tool_results(second.messages)
@@ -218,13 +211,8 @@ async def test_sandbox_files_as_the_bindings_seed_make_the_first_load_write_noth
     model = ScriptedModel(
         [load("csv-report"), run(f"cd {FOLDER} && ./scripts/count.sh data/sample.csv"), text("ok")]
     )
-    binding = sandbox_capability(provider=provider, seed=skills.sandbox_files)
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": binding}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
+    async with conversation(skills, model, provider, seed=skills.sandbox_files) as thread:
         result = await thread.send("go")
-        await thread.delete()
 
     # One batch: the seed, written when the sandbox was created. The load itself wrote nothing.
     assert provider.writes == [[seed.path for seed in skills.sandbox_files]]
@@ -241,12 +229,7 @@ async def test_a_binary_asset_is_copied_byte_for_byte_and_loads_as_binary(
     model = ScriptedModel(
         [load("pdf-forms", "assets/stamp.png"), tool_call("read", {"path": stamp}), text("ok")]
     )
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
-        result = await thread.send("stamp it")
-        await thread.delete()
+    result = await send_once(skills, model, provider, "stamp it")
 
     loaded, read = tool_results(result.messages)
     [asset] = [f for f in PDF.files if f["path"] == "assets/stamp.png"]
@@ -268,12 +251,7 @@ async def test_a_request_without_a_sandbox_acquires_the_capability_without_provi
 ) -> None:
     skills = define_skills(skills=generated, sandbox=lambda _: False)
     model = ScriptedModel([load("release-notes"), load("csv-report"), text("ok")])
-    async with create_test_runtime(
-        agent=agent(skills, model), capabilities={"sandbox": sandbox_capability(provider=provider)}
-    ) as runtime:
-        thread = await runtime.admin(identity="u").create_thread()
-        result = await thread.send("go")
-        await thread.delete()
+    result = await send_once(skills, model, provider, "go")
 
     notes, csv = tool_results(result.messages)
     assert notes.content.startswith('<skill_content name="release-notes">')
