@@ -298,15 +298,19 @@ def _key_lines(
 def _parse_frontmatter(
     frontmatter: str, first_line: int, file: Path, problems: _Problems
 ) -> tuple[dict[str, object], dict[str, int]] | None:
+    # One parse: the node tree gives each key's line, and the values are constructed from it.
+    loader = yaml.SafeLoader(frontmatter)
     try:
-        node = yaml.compose(frontmatter, Loader=yaml.SafeLoader)
-        values: object = yaml.safe_load(frontmatter)
+        node = loader.get_single_node()
+        values: object = None if node is None else loader.construct_document(node)  # pyright: ignore[reportUnknownMemberType]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         line = first_line + mark.line if isinstance(mark, yaml.Mark) else first_line
         problem = getattr(error, "problem", None) or str(error)
         problems.add(file, line, f"the frontmatter is not valid YAML: {problem}")
         return None
+    finally:
+        loader.dispose()
     if not isinstance(node, yaml.MappingNode) or not isinstance(values, dict):
         problems.add(
             file,
