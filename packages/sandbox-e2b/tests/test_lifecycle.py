@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
 
-from pai.sandbox import SeedFile, create_sandbox, create_sandbox_session_manager
+from pai.sandbox import Sandbox, SeedFile, create_sandbox, create_sandbox_session_manager
 from pai.sandbox.provider import SandboxFileTooLargeError
 from pai.sandbox_e2b import E2BSandboxProvider, key_hash
 from pai.sandbox_e2b.testing import E2BEmulator, EmulatedSandbox
@@ -37,10 +38,28 @@ def sandbox_of(emulator: E2BEmulator, namespace: str, key: str) -> EmulatedSandb
     return found
 
 
+def sandbox_on(provider: E2BSandboxProvider, key: str, *seed: SeedFile) -> Sandbox:
+    """The facade over ``key``'s sandbox, re-created with ``seed`` when it is gone."""
+    return create_sandbox(create_sandbox_session_manager(provider=provider, seed=seed).handle(key))
+
+
+@pytest.fixture
+def provider(emulator: E2BEmulator, namespace: str) -> E2BSandboxProvider:
+    """A provider on the emulator, in the test's namespace."""
+    return provider_for(emulator, namespace)
+
+
+@pytest.fixture
+async def key(provider: E2BSandboxProvider) -> AsyncIterator[str]:
+    """A fresh instance key; its sandboxes in the test's namespace are destroyed after the test."""
+    key = uuid.uuid4().hex
+    yield key
+    await provider.destroy(key)
+
+
 async def test_a_new_sandbox_carries_namespace_key_and_capability_metadata(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider
 ) -> None:
-    provider = provider_for(emulator, namespace)
     key = "thread:é/" + uuid.uuid4().hex
     instance = await provider.create(key)
     try:
@@ -55,15 +74,10 @@ async def test_a_new_sandbox_carries_namespace_key_and_capability_metadata(
 
 
 async def test_internet_access_is_asked_for_only_when_allowed(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace, allow_internet_access=True)
-    key = uuid.uuid4().hex
-    await provider.create(key)
-    try:
-        assert sandbox_of(emulator, namespace, key).allow_internet_access is True
-    finally:
-        await provider.destroy(key)
+    await provider_for(emulator, namespace, allow_internet_access=True).create(key)
+    assert sandbox_of(emulator, namespace, key).allow_internet_access is True
 
 
 FIND_IN_ANOTHER_PROCESS = """
@@ -82,128 +96,92 @@ asyncio.run(main())
 
 
 async def test_another_process_finds_the_sandbox_by_key(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = f"conversation-{uuid.uuid4().hex}"
-    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    sandbox = sandbox_on(provider, key)
     await sandbox.write_file("marker.txt", "written by the first process")
-    try:
-        done = await anyio.run_process(
-            [sys.executable, "-c", FIND_IN_ANOTHER_PROCESS, namespace, key],
-            env={**os.environ, **emulator.env},
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr.decode()
-        instance_id, marker = done.stdout.decode().splitlines()
-        assert instance_id == sandbox_of(emulator, namespace, key).sandbox_id
-        assert marker == "written by the first process"
-    finally:
-        await provider.destroy(key)
+    done = await anyio.run_process(
+        [sys.executable, "-c", FIND_IN_ANOTHER_PROCESS, namespace, key],
+        env={**os.environ, **emulator.env},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    instance_id, marker = done.stdout.decode().splitlines()
+    assert instance_id == sandbox_of(emulator, namespace, key).sandbox_id
+    assert marker == "written by the first process"
 
 
 async def test_expiry_mid_conversation_gives_a_fresh_sandbox_with_the_seed(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
-    sessions = create_sandbox_session_manager(
-        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed\n")]
-    )
-    sandbox = create_sandbox(sessions.handle(key))
-    try:
-        first = await sandbox.run_command("echo scratch > scratch.txt && cat seed.txt")
-        assert (first.stdout, first.environment_reset) == ("seed\n", False)
-        emulator.expire(sandbox_of(emulator, namespace, key).sandbox_id)
+    sandbox = sandbox_on(provider, key, SeedFile("/workspace/seed.txt", "seed\n"))
+    first = await sandbox.run_command("echo scratch > scratch.txt && cat seed.txt")
+    assert (first.stdout, first.environment_reset) == ("seed\n", False)
+    emulator.expire(sandbox_of(emulator, namespace, key).sandbox_id)
 
-        second = await sandbox.run_command("cat seed.txt; ls")
-        assert second.environment_reset
-        assert second.stdout == "seed\nseed.txt\n"
-        assert sandbox.environment_resets == 1
-        assert not (await sandbox.run_command("true")).environment_reset
-    finally:
-        await provider.destroy(key)
+    second = await sandbox.run_command("cat seed.txt; ls")
+    assert second.environment_reset
+    assert second.stdout == "seed\nseed.txt\n"
+    assert sandbox.environment_resets == 1
+    assert not (await sandbox.run_command("true")).environment_reset
 
 
 async def test_a_sandbox_whose_lifetime_ran_out_is_re_created_by_a_file_operation(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
-    sessions = create_sandbox_session_manager(
-        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed")]
-    )
-    sandbox = create_sandbox(sessions.handle(key))
-    try:
-        await sandbox.write_file("scratch.txt", "lost")
-        emulator.set_timeout(sandbox_of(emulator, namespace, key).sandbox_id, 0)
-        assert await sandbox.read_text("seed.txt") == "seed"
-        assert not await sandbox.exists("scratch.txt")
-        assert sandbox.environment_resets == 1
-    finally:
-        await provider.destroy(key)
+    sandbox = sandbox_on(provider, key, SeedFile("/workspace/seed.txt", "seed"))
+    await sandbox.write_file("scratch.txt", "lost")
+    emulator.set_timeout(sandbox_of(emulator, namespace, key).sandbox_id, 0)
+    assert await sandbox.read_text("seed.txt") == "seed"
+    assert not await sandbox.exists("scratch.txt")
+    assert sandbox.environment_resets == 1
 
 
 async def test_a_paused_sandbox_is_resumed_with_its_files(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
-    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
-    try:
-        await sandbox.write_file("kept.txt", "kept")
-        held = sandbox_of(emulator, namespace, key)
-        emulator.pause(held.sandbox_id)
-        result = await sandbox.run_command("cat kept.txt")
-        assert (result.stdout, result.environment_reset) == ("kept", False)
-        assert sandbox_of(emulator, namespace, key).sandbox_id == held.sandbox_id
-    finally:
-        await provider.destroy(key)
+    sandbox = sandbox_on(provider, key)
+    await sandbox.write_file("kept.txt", "kept")
+    held = sandbox_of(emulator, namespace, key)
+    emulator.pause(held.sandbox_id)
+    result = await sandbox.run_command("cat kept.txt")
+    assert (result.stdout, result.environment_reset) == ("kept", False)
+    assert sandbox_of(emulator, namespace, key).sandbox_id == held.sandbox_id
 
 
 async def test_find_connects_with_the_configured_timeout(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, key: str
 ) -> None:
-    key = uuid.uuid4().hex
     await provider_for(emulator, namespace, timeout=60).create(key)
     held = sandbox_of(emulator, namespace, key)
     emulator.set_timeout(held.sandbox_id, 5)
-    try:
-        found = await provider_for(emulator, namespace, timeout=900).find(key)
-        assert found is not None
-        remaining = sandbox_of(emulator, namespace, key).end_at - datetime.now(UTC)
-        assert remaining > timedelta(seconds=800)
-    finally:
-        await provider_for(emulator, namespace).destroy(key)
+    found = await provider_for(emulator, namespace, timeout=900).find(key)
+    assert found is not None
+    remaining = sandbox_of(emulator, namespace, key).end_at - datetime.now(UTC)
+    assert remaining > timedelta(seconds=800)
 
 
 async def test_list_instances_sees_its_own_namespace_only(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider
 ) -> None:
-    mine = provider_for(emulator, namespace)
     other = provider_for(emulator, namespace + "-other")
-    await mine.create("shared-key")
+    await provider.create("shared-key")
     await other.create("shared-key")
     try:
-        listed = await mine.list_instances()
+        listed = await provider.list_instances()
         assert [(i.key, i.provider) for i in listed] == [("shared-key", "e2b")]
         assert listed[0].instance_id == sandbox_of(emulator, namespace, "shared-key").sandbox_id
         assert listed[0].details["state"] == "running"
     finally:
-        await mine.destroy("shared-key")
+        await provider.destroy("shared-key")
         await other.destroy("shared-key")
-    assert await mine.find("shared-key") is None
+    assert await provider.find("shared-key") is None
 
 
 async def test_a_sandbox_that_expires_during_a_command_is_re_created_and_the_command_rerun(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
-    sessions = create_sandbox_session_manager(
-        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed\n")]
-    )
-    sandbox = create_sandbox(sessions.handle(key))
+    sandbox = sandbox_on(provider, key, SeedFile("/workspace/seed.txt", "seed\n"))
     await sandbox.write_file("first-life.txt", "only in the first sandbox")
     started = anyio.Event()
 
@@ -212,136 +190,94 @@ async def test_a_sandbox_that_expires_during_a_command_is_re_created_and_the_com
             started.set()
             emulator.expire(sandbox_of(emulator, namespace, key).sandbox_id)
 
-    try:
-        result = await sandbox.run_command(
-            "cat seed.txt; if [ -f first-life.txt ]; then sleep 30; fi",
-            on_stdout=expire_once,
-        )
-        assert result.environment_reset
-        assert result.stdout == "seed\n"
-        assert result.duration < 10
-        assert sandbox.environment_resets == 1
-    finally:
-        await provider.destroy(key)
+    result = await sandbox.run_command(
+        "cat seed.txt; if [ -f first-life.txt ]; then sleep 30; fi",
+        on_stdout=expire_once,
+    )
+    assert result.environment_reset
+    assert result.stdout == "seed\n"
+    assert result.duration < 10
+    assert sandbox.environment_resets == 1
 
 
 async def test_every_connect_passes_the_configured_timeout(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, key: str
 ) -> None:
-    key = uuid.uuid4().hex
-    sandbox = create_sandbox(
-        create_sandbox_session_manager(
-            provider=provider_for(emulator, namespace, timeout=77)
-        ).handle(key)
-    )
-    try:
-        await sandbox.write_file("kept.txt", "kept")
-        held = sandbox_of(emulator, namespace, key)
-        await provider_for(emulator, namespace, timeout=77).find(key)  # another provider object
-        emulator.pause(held.sandbox_id)
-        assert (await sandbox.run_command("cat kept.txt")).stdout == "kept"  # resumed
-        connects = [r for r in emulator.requests(held.sandbox_id) if r.path.endswith("/connect")]
-        assert len(connects) >= 2
-        assert [(r.body or {}).get("timeout") for r in connects] == [77] * len(connects)
-    finally:
-        await provider_for(emulator, namespace).destroy(key)
+    sandbox = sandbox_on(provider_for(emulator, namespace, timeout=77), key)
+    await sandbox.write_file("kept.txt", "kept")
+    held = sandbox_of(emulator, namespace, key)
+    await provider_for(emulator, namespace, timeout=77).find(key)  # another provider object
+    emulator.pause(held.sandbox_id)
+    assert (await sandbox.run_command("cat kept.txt")).stdout == "kept"  # resumed
+    connects = [r for r in emulator.requests(held.sandbox_id) if r.path.endswith("/connect")]
+    assert len(connects) >= 2
+    assert [(r.body or {}).get("timeout") for r in connects] == [77] * len(connects)
 
 
 async def test_an_intermittent_not_found_is_retried_on_the_same_sandbox(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
-    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
-    try:
-        await sandbox.write_file("kept.txt", "kept")
-        held = sandbox_of(emulator, namespace, key)
-        emulator.answer_not_found(held.sandbox_id, times=1)
-        result = await sandbox.run_command("cat kept.txt")
-        assert (result.stdout, result.environment_reset) == ("kept", False)
-        assert sandbox_of(emulator, namespace, key).sandbox_id == held.sandbox_id
-    finally:
-        await provider.destroy(key)
+    sandbox = sandbox_on(provider, key)
+    await sandbox.write_file("kept.txt", "kept")
+    held = sandbox_of(emulator, namespace, key)
+    emulator.answer_not_found(held.sandbox_id, times=1)
+    result = await sandbox.run_command("cat kept.txt")
+    assert (result.stdout, result.environment_reset) == ("kept", False)
+    assert sandbox_of(emulator, namespace, key).sandbox_id == held.sandbox_id
 
 
 async def test_a_not_found_that_persists_gives_a_fresh_sandbox_with_the_seed(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
-    sessions = create_sandbox_session_manager(
-        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed\n")]
-    )
-    sandbox = create_sandbox(sessions.handle(key))
-    try:
-        await sandbox.write_file("scratch.txt", "lost")
-        held = sandbox_of(emulator, namespace, key)
-        emulator.answer_not_found(held.sandbox_id, times=100)
-        result = await sandbox.run_command("cat seed.txt; ls")
-        assert result.environment_reset
-        assert result.stdout == "seed\nseed.txt\n"
-        assert sandbox_of(emulator, namespace, key).sandbox_id != held.sandbox_id
-        assert held.sandbox_id not in [s.sandbox_id for s in emulator.sandboxes()]
-    finally:
-        await provider.destroy(key)
+    sandbox = sandbox_on(provider, key, SeedFile("/workspace/seed.txt", "seed\n"))
+    await sandbox.write_file("scratch.txt", "lost")
+    held = sandbox_of(emulator, namespace, key)
+    emulator.answer_not_found(held.sandbox_id, times=100)
+    result = await sandbox.run_command("cat seed.txt; ls")
+    assert result.environment_reset
+    assert result.stdout == "seed\nseed.txt\n"
+    assert sandbox_of(emulator, namespace, key).sandbox_id != held.sandbox_id
+    assert held.sandbox_id not in [s.sandbox_id for s in emulator.sandboxes()]
 
 
-async def test_a_batch_write_is_one_upload_request(emulator: E2BEmulator, namespace: str) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
-    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
-    try:
-        await sandbox.run_command("true")
-        held = sandbox_of(emulator, namespace, key)
-        before = len(emulator.requests(held.sandbox_id))
-        await sandbox.write_files({f"batch/{i}.txt": f"file {i}" for i in range(50)})
-        uploads = [r for r in emulator.requests(held.sandbox_id)[before:] if r.path == "/files"]
-        assert [r.method for r in uploads] == ["POST"]
-        assert await sandbox.read_text("batch/49.txt") == "file 49"
-    finally:
-        await provider.destroy(key)
+async def test_a_batch_write_is_one_upload_request(
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
+) -> None:
+    sandbox = sandbox_on(provider, key)
+    await sandbox.run_command("true")
+    held = sandbox_of(emulator, namespace, key)
+    before = len(emulator.requests(held.sandbox_id))
+    await sandbox.write_files({f"batch/{i}.txt": f"file {i}" for i in range(50)})
+    uploads = [r for r in emulator.requests(held.sandbox_id)[before:] if r.path == "/files"]
+    assert [r.method for r in uploads] == ["POST"]
+    assert await sandbox.read_text("batch/49.txt") == "file 49"
 
 
 async def test_a_read_over_the_limit_is_refused_without_downloading_the_file(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
     instance = await provider.create(key)
-    try:
-        await instance.run(
-            "head -c 100000 /dev/zero > /workspace/big",
-            cwd="/workspace",
-            env={},
-            stdin=None,
-            timeout=10,
-            output_limit=1024,
-        )
-        before = len(emulator.requests(instance.instance_id))
-        with pytest.raises(SandboxFileTooLargeError):
-            await instance.read_file("/workspace/big", max_bytes=1000)
-        downloads = [
-            r for r in emulator.requests(instance.instance_id)[before:] if r.path == "/files"
-        ]
-        assert downloads == []
-    finally:
-        await provider.destroy(key)
+    await instance.run(
+        "head -c 100000 /dev/zero > /workspace/big",
+        cwd="/workspace",
+        env={},
+        stdin=None,
+        timeout=10,
+        output_limit=1024,
+    )
+    before = len(emulator.requests(instance.instance_id))
+    with pytest.raises(SandboxFileTooLargeError):
+        await instance.read_file("/workspace/big", max_bytes=1000)
+    downloads = [r for r in emulator.requests(instance.instance_id)[before:] if r.path == "/files"]
+    assert downloads == []
 
 
 async def test_a_sandbox_killed_behind_our_back_is_re_created_with_the_seed(
-    emulator: E2BEmulator, namespace: str
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
-    provider = provider_for(emulator, namespace)
-    key = uuid.uuid4().hex
-    sessions = create_sandbox_session_manager(
-        provider=provider, seed=[SeedFile("/workspace/seed.txt", "seed")]
-    )
-    sandbox = create_sandbox(sessions.handle(key))
-    try:
-        await sandbox.write_file("scratch.txt", "lost")
-        emulator.remove(sandbox_of(emulator, namespace, key).sandbox_id)
-        result = await sandbox.run_command("cat seed.txt; ls")
-        assert result.environment_reset
-        assert result.stdout == "seedseed.txt\n"
-    finally:
-        await provider.destroy(key)
+    sandbox = sandbox_on(provider, key, SeedFile("/workspace/seed.txt", "seed"))
+    await sandbox.write_file("scratch.txt", "lost")
+    emulator.remove(sandbox_of(emulator, namespace, key).sandbox_id)
+    result = await sandbox.run_command("cat seed.txt; ls")
+    assert result.environment_reset
+    assert result.stdout == "seedseed.txt\n"
