@@ -135,11 +135,13 @@ class AgentLoop:
         self._storage = threads.storage
         self._acquisition = acquisition
         # What the model is offered never changes for an agent: build every JSON schema once.
+        # Whether its model streams does not either: no protocol check per step.
         self._offers: dict[str, Offered] = {}
         self._streaming: dict[str, bool] = {}
         for name, each in agents.items():
             specs = tuple(tool_specs(each))
             self._offers[name] = Offered(specs, frozenset(spec.name for spec in specs))
+            self._streaming[name] = isinstance(each.model, StreamingModel)
 
     # -- operations (what AdminClient's thread handles call) --------------------------------
 
@@ -334,11 +336,11 @@ class AgentLoop:
             tools=offered.specs,
             step=step,
         )
+        streaming = self._streaming[run.agent.name]
         try:
             if run.emit is not None:
-                streaming = self._streams(run.agent.name, model)
                 response = await _streamed(model, request, run.emit, streaming)
-            elif self._streams(run.agent.name, model):
+            elif streaming:
                 response = await cast("StreamingModel", model).respond(request)
             else:
                 message = await model.request(request)
@@ -351,13 +353,6 @@ class AgentLoop:
         if response.usage.input_tokens or response.usage.output_tokens:
             run.usage = run.usage + response.usage
         return response
-
-    def _streams(self, agent_name: str, model: Model) -> bool:
-        """Whether ``model`` is a :class:`StreamingModel` (checked once per agent)."""
-        streams = self._streaming.get(agent_name)
-        if streams is None:
-            streams = self._streaming[agent_name] = isinstance(model, StreamingModel)
-        return streams
 
     async def complete(
         self, run: Run, offered: Offered, answer: ModelResponse, step: int
@@ -586,8 +581,8 @@ async def _streamed(
 ) -> ModelResponse:
     """The model's answer, streamed: each event emitted as it arrives, then collected.
 
-    ``streaming`` says the model is a :class:`StreamingModel` (known per agent), which spares
-    the protocol check ``stream_model`` would make on every step."""
+    ``streaming`` says the model is a :class:`StreamingModel` (known per agent from the start),
+    which spares the protocol check ``stream_model`` would make on every step."""
     events = (
         cast("StreamingModel", model).stream(request) if streaming else stream_model(model, request)
     )
