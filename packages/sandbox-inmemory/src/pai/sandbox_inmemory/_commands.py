@@ -527,17 +527,6 @@ def command_registry(wrap: Callable[[Command], Command]) -> dict[str, Command]:
     return {name: wrap(command) for name, command in commands.items()}
 
 
-async def load_all() -> None:
-    """Import every command's implementation now (before the worker's audit hook is set)."""
-    from just_bash.commands import registry
-
-    cache: dict[str, Command] = registry._cache  # pyright: ignore[reportPrivateUsage]
-    for command in create_command_registry(include_network=False).values():
-        definition = getattr(command, "_def", None)
-        if definition is not None and command.name not in cache:
-            cache[command.name] = await definition.load()
-
-
 # -- patches: byte escapes, awk loops, arithmetic eval ----------------------------------------------
 
 

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import anyio
 import anyio.to_thread
@@ -344,20 +344,12 @@ class WorkerPool:
             workers = [*self._idle, *self._busy]
         return [w.pid for w in workers if w.ready and w.process.poll() is None]
 
-    def retire(self, worker: Worker) -> None:
-        """Do not give ``worker`` back to the pool (it is killed when the command ends)."""
-        worker.kill()
-
-    def _all(self) -> Iterator[Worker]:
-        with self._lock:
-            workers = [*self._idle, *self._busy]
-            self._idle.clear()
-        yield from workers
-
     async def close(self) -> None:
         """Kill every worker, idle or running; a later command starts new ones."""
         self.generation += 1
-        workers = list(self._all())
+        with self._lock:
+            workers = [*self._idle, *self._busy]
+            self._idle.clear()
         for worker in workers:
             worker.kill()
         with anyio.CancelScope(shield=True):

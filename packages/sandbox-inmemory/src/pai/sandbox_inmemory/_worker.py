@@ -1,13 +1,14 @@
 """A worker process: runs one shell command at a time for the provider, over the host's files.
 
-Started by the host as ``python -I -c <bootstrap> <memory budget>`` (see ``_pool.py``); speaks
+Started by the host as ``python -I -c <bootstrap> <sys.path> <package folder> <memory budget>`` (see ``_pool.py``); speaks
 frames (``_protocol.py``) on the pipes it inherited as stdin and stdout. It keeps nothing between
 commands: each ``run`` request builds a fresh interpreter over a :class:`RemoteFs`, whose every
 operation is a request back to the host, where the instance's files live.
 
 Before it says it is ready, the worker closes itself off from the host, in this order:
 
-1. imports everything it will need (just-bash, every command, the fixes in ``_commands.py``);
+1. imports just-bash and applies the fixes in ``_commands.py`` (each command's own module is
+   imported on its first use, read-only from the Python installation, which the hook allows);
 2. empties its environment (the host's variables are never visible) and changes to ``/``;
 3. limits itself: address space to its measured size plus the memory budget plus a fixed
    headroom (``RLIMIT_AS``), no
