@@ -127,14 +127,15 @@ class HostFs(InMemoryFs):
 
     def __init__(self, budget: int) -> None:
         super().__init__()
-        self._data = _Entries(budget, self._data.items())
+        self._entries = _Entries(budget, self._data.items())
+        self._data = self._entries
 
     async def append_file(self, path: str, content: str | bytes, encoding: str = "utf-8") -> None:
-        entry = self._data.get(self._normalize_path(path))
-        entries = self._data
-        if isinstance(entry, FileEntry) and isinstance(entries, _Entries):
+        normalized = self._normalize_path(path)
+        entry = self._data.get(normalized)
+        if isinstance(entry, FileEntry):
             data = content.encode(encoding) if isinstance(content, str) else bytes(content)
-            entries.grow(self._normalize_path(path), entry, data)
+            self._entries.grow(normalized, entry, data)
             return
         await super().append_file(path, content, encoding)
 
@@ -143,12 +144,6 @@ class HostFs(InMemoryFs):
     # folder by scanning every path (so removing or copying a tree is quadratic), recurse once
     # per level (a deep tree overflows the stack), copy a folder into itself without end and
     # lose a file moved onto itself. These keep the same messages where they exist.
-
-    @property
-    def _entries(self) -> _Entries:
-        entries = self._data
-        assert isinstance(entries, _Entries)
-        return entries
 
     def _ensure_parent_dirs(self, path: str) -> None:
         missing: list[str] = []
@@ -343,9 +338,7 @@ class HostFs(InMemoryFs):
     @property
     def used(self) -> int:
         """Bytes the entries hold now, as counted against the budget."""
-        entries = self._data
-        assert isinstance(entries, _Entries)
-        return entries.used
+        return self._entries.used
 
     def content_of(self, path: str) -> bytes:
         """The bytes of the file at ``path`` (symlinks followed), without a copy to keep: a
