@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
+from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -217,26 +218,33 @@ class InMemorySandboxInstance:
         status = "" if self._state.alive else ", destroyed"
         return f"InMemorySandboxInstance({self.key!r}, {self.instance_id!r}{status})"
 
-    async def _files(self, operation: Callable[[HostFs], Coroutine[Any, Any, T]]) -> T:
+    async def _locked(
+        self, work: Callable[[HostFs], T], *, heavy: bool = False, abandon_on_cancel: bool = False
+    ) -> T:
+        """``work(files)`` under the instance's lock, once the instance is known to be alive.
+
+        It runs on the event loop when the lock is free and the work is not ``heavy``; else in a
+        thread, so the event loop never waits for the lock (a command's large request may hold it
+        in a thread for a while) nor for work proportional to the files' size.
+        """
         state = self._state
-
-        def locked() -> T:
-            state.check()
-            return drive(operation(state.fs))
-
-        # Never wait for the lock on the event loop: a command's large request may hold it in a
-        # thread for a while.
-        if state.lock.acquire(blocking=False):
+        if not heavy and state.lock.acquire(blocking=False):
             try:
-                return locked()
+                state.check()
+                return work(state.fs)
             finally:
                 state.lock.release()
 
-        def waiting() -> T:
+        def in_thread() -> T:
             with state.lock:
-                return locked()
+                state.check()
+                return work(state.fs)
 
-        return await anyio.to_thread.run_sync(waiting)
+        return await anyio.to_thread.run_sync(in_thread, abandon_on_cancel=abandon_on_cancel)
+
+    async def _files(self, operation: Callable[[HostFs], Coroutine[Any, Any, T]]) -> T:
+        """A file-API operation of ``_files`` (a coroutine that never suspends), under the lock."""
+        return await self._locked(lambda fs: drive(operation(fs)))
 
     async def run(
         self,
@@ -358,22 +366,14 @@ class InMemorySandboxInstance:
                 if payload is None:  # a write larger than the whole budget
                     path = str(request_args[0]) if request_args else "?"
                     reply, data = ["err", "ENOSPC", budget_message(path, None, budget)], b""
-                elif _heavy(state.fs, method, request_args, payload) or not (
-                    state.lock.acquire(blocking=False)
-                ):
-                    # Work proportional to the files' size (a big copy, a scan of many
-                    # entries), or a wait for the lock another command's such request holds,
-                    # runs in a thread, so the host's event loop never waits on it; at the
-                    # timeout the command ends without waiting for it either (the request is
-                    # still applied whole, under the lock).
-                    reply, data = await anyio.to_thread.run_sync(
-                        self._serve, method, request_args, payload, abandon_on_cancel=True
-                    )
                 else:
-                    try:
-                        reply, data = self._serve_locked(method, request_args, payload)
-                    finally:
-                        state.lock.release()
+                    # At the timeout the command ends without waiting for a request served in a
+                    # thread (the request is still applied whole, under the lock).
+                    reply, data = await self._locked(
+                        partial(serve_frame, method=method, args=request_args, payload=payload),
+                        heavy=_heavy(state.fs, method, request_args, payload),
+                        abandon_on_cancel=True,
+                    )
                 await worker.send(*_answer(reply, data, method, budget))
             elif kind == "done" and len(message) == 2 and isinstance(message[1], dict):
                 if payload is None:
@@ -392,18 +392,6 @@ class InMemorySandboxInstance:
                 )
             else:
                 raise ProtocolError(f"unexpected worker message {kind!r}")
-
-    def _serve(
-        self, method: str, arguments: list[object], payload: bytes
-    ) -> tuple[list[object], bytes]:
-        with self._state.lock:
-            return self._serve_locked(method, arguments, payload)
-
-    def _serve_locked(
-        self, method: str, arguments: list[object], payload: bytes
-    ) -> tuple[list[object], bytes]:
-        self._state.check()
-        return serve_frame(self._state.fs, method, arguments, payload)
 
     async def read_file(self, path: str, *, max_bytes: int) -> bytes:
         """The file's bytes; a file over ``max_bytes`` raises
