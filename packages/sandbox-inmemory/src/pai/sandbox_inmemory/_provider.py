@@ -108,14 +108,15 @@ class _State:
 
 
 class _Runtime:
-    """What every instance of one provider shares: the worker pool and the limits."""
+    """What every instance of one provider shares: the worker pool (which holds the memory
+    budget and ``max_workers``) and the limits."""
 
-    __slots__ = ("limits", "limits_document", "memory_budget", "pool")
+    __slots__ = ("limits", "limits_document", "pool")
 
     def __init__(self, limits: ExecutionLimits, memory_budget: int, max_workers: int) -> None:
         self.limits: ExecutionLimits = limits
         self.limits_document: dict[str, Any] = asdict(limits)
-        self.memory_budget: int = memory_budget
+        """``limits`` as the worker receives them with each command (converted once)."""
         self.pool: WorkerPool = WorkerPool(max_workers=max_workers, memory_budget=memory_budget)
 
 
@@ -305,8 +306,7 @@ class InMemorySandboxInstance:
         if lease is not None:
             worker = lease.worker
             with state.lock:
-                registered = state.alive
-                if registered:
+                if state.alive:
                     state.running.add(worker)
             try:
                 state.check()
@@ -322,7 +322,7 @@ class InMemorySandboxInstance:
                     ) from None
                 result = RawCommandResult(
                     stdout=b"",
-                    stderr=_died_message(runtime.memory_budget),
+                    stderr=_died_message(runtime.pool.memory_budget),
                     exit_code=EXIT_OUT_OF_MEMORY,
                 )
             finally:
@@ -350,7 +350,7 @@ class InMemorySandboxInstance:
         self, worker: Worker, request: bytes, output_limit: int
     ) -> RawCommandResult:
         """Send the command, serve the worker's file requests, return its result."""
-        state, budget = self._state, self._runtime.memory_budget
+        state, budget = self._state, self._runtime.pool.memory_budget
         await worker.send(request)
         while True:
             message, payload = await worker.receive(
@@ -493,7 +493,7 @@ class InMemorySandboxProvider:
     @property
     def memory_budget(self) -> int:
         """Bytes one sandbox's files, and one command's worker, may use."""
-        return self._runtime.memory_budget
+        return self._runtime.pool.memory_budget
 
     @property
     def max_workers(self) -> int:
@@ -507,7 +507,7 @@ class InMemorySandboxProvider:
 
     async def create(self, key: str) -> InMemorySandboxInstance:
         """A new, empty instance for ``key``; an existing one is destroyed first."""
-        state = _State(key, self._runtime.memory_budget)
+        state = _State(key, self._runtime.pool.memory_budget)
         instance = InMemorySandboxInstance(self._runtime, state)
         with self._lock:
             old = self._instances.get(key)
