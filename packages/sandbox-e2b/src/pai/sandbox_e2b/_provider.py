@@ -40,7 +40,6 @@ from e2b import (
     AuthenticationException,
     CommandExitException,
     EntryInfo,
-    FileNotFoundException,
     FileType,
     InvalidArgumentException,
     NotFoundException,
@@ -325,6 +324,9 @@ class E2BSandboxInstance:
         return True
 
     async def _guard(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """``operation``; a sandbox reported gone is connected to again (resumed) and the
+        operation retried once, else :class:`SandboxVanishedError`: no E2B "not found" or "not
+        running" error for the sandbox itself leaves here."""
         try:
             return await self._reach(operation)
         except (SandboxNotRunningException, SandboxNotFoundException) as error:
@@ -536,7 +538,7 @@ class E2BSandboxInstance:
         """The entry at ``path`` itself (a link is not followed), or ``None``."""
         try:
             return await self._guard(lambda: self._sandbox.files.get_info(path, user=self._user))
-        except (FileNotFoundException, NotFoundException):
+        except NotFoundException:
             return None
 
     async def _follow(self, path: str) -> tuple[str, EntryInfo] | None:
@@ -589,7 +591,7 @@ class E2BSandboxInstance:
             reader = await self._guard(
                 lambda: self._sandbox.files.read(target, format="stream", user=self._user)
             )
-        except (FileNotFoundException, NotFoundException):
+        except NotFoundException:
             raise SandboxFileNotFoundError(path) from None
         except InvalidArgumentException as error:
             raise await self._diagnose(path, error, "read") from error
@@ -611,8 +613,6 @@ class E2BSandboxInstance:
         try:
             await self._guard(lambda: self._sandbox.files.write_files(entries, user=self._user))
         except (SandboxException, httpx.HTTPError) as error:
-            if isinstance(error, (SandboxNotRunningException, SandboxNotFoundException)):
-                raise
             for file in files:
                 specific = await self._diagnose(file.path, error, "write")
                 if not isinstance(specific, SandboxProviderError):
@@ -639,7 +639,7 @@ class E2BSandboxInstance:
             listed = await self._guard(
                 lambda: self._sandbox.files.list(path, depth=1, user=self._user)
             )
-        except (FileNotFoundException, NotFoundException, InvalidArgumentException) as error:
+        except (NotFoundException, InvalidArgumentException) as error:
             raise await self._diagnose(path, error, "list_dir") from error
         entries: list[DirEntry] = []
         for entry in listed:
@@ -666,7 +666,7 @@ class E2BSandboxInstance:
             raise SandboxDirectoryNotEmptyError(path)
         try:
             await self._guard(lambda: self._sandbox.files.remove(path, user=self._user))
-        except (FileNotFoundException, NotFoundException):
+        except NotFoundException:
             raise SandboxFileNotFoundError(path) from None
 
     async def make_dir(self, path: str, *, parents: bool) -> None:
@@ -688,9 +688,7 @@ class E2BSandboxInstance:
                 raise SandboxNotADirectoryError(path)
         try:
             await self._guard(lambda: self._sandbox.files.make_dir(path, user=self._user))
-        except (InvalidArgumentException, SandboxException) as error:
-            if isinstance(error, (SandboxNotRunningException, SandboxNotFoundException)):
-                raise
+        except SandboxException as error:
             raise await self._diagnose(path, error, "make_dir") from error
 
     async def exists(self, path: str) -> bool:
@@ -897,26 +895,28 @@ class E2BSandboxProvider:
             META_VERSION: PROVIDER_VERSION,
         }
 
-    async def _list(self, metadata: Mapping[str, str]) -> list[Any]:
+    async def _list(self, key: str | None = None) -> list[tuple[str, Any]]:
+        """(key, listing) of every sandbox of this namespace (of ``key`` only, when given),
+        every page; the metadata is checked again here, the query narrows by hash only."""
+        query = {META_NAMESPACE: self.namespace}
+        if key is not None:
+            query[META_KEY_HASH] = key_hash(key)
         paginator = AsyncSandbox.list(
-            query=SandboxQuery(metadata=dict(metadata)), limit=100, **self._options
+            query=SandboxQuery(metadata=query), limit=100, **self._options
         )
-        found: list[Any] = []
+        found: list[tuple[str, Any]] = []
         while paginator.has_next:
-            page = await self._api("listing sandboxes", paginator.next_items)
-            found.extend(page)
+            for info in await self._api("listing sandboxes", paginator.next_items):
+                listed_key = _metadata_key(info.metadata)
+                if (
+                    listed_key is not None
+                    and info.metadata.get(META_NAMESPACE) == self.namespace
+                    and (key is None or listed_key == key)
+                ):
+                    found.append((listed_key, info))
             if not paginator.next_token:
                 break
         return found
-
-    async def _matching(self, key: str) -> list[Any]:
-        listed = await self._list({META_NAMESPACE: self.namespace, META_KEY_HASH: key_hash(key)})
-        return [
-            info
-            for info in listed
-            if info.metadata.get(META_NAMESPACE) == self.namespace
-            and _metadata_key(info.metadata) == key
-        ]
 
     # -- the provider protocol ----------------------------------------------------------------
 
@@ -957,17 +957,17 @@ class E2BSandboxProvider:
 
     async def find(self, key: str) -> SandboxInstance | None:
         """The sandbox for ``key`` (listed by metadata, connected with the timeout), or ``None``."""
-        matches = sorted(await self._matching(key), key=lambda i: i.started_at, reverse=True)
-        for info in matches:
+        matches = sorted(await self._list(key), key=lambda m: m[1].started_at, reverse=True)
+        for _, info in matches:
             try:
                 sandbox = await self.connect(info.sandbox_id)
-            except (SandboxNotFoundException, NotFoundException):
+            except NotFoundException:
                 continue  # gone between the list and the connect
             return E2BSandboxInstance(self, key, sandbox)
         return None
 
     async def _kill(self, sandbox_id: str) -> None:
-        with contextlib.suppress(SandboxNotFoundException, NotFoundException):
+        with contextlib.suppress(NotFoundException):
             await self._api(
                 f"killing sandbox {sandbox_id}",
                 lambda: AsyncSandbox.kill(sandbox_id, **self._options),
@@ -975,16 +975,13 @@ class E2BSandboxProvider:
 
     async def destroy(self, key: str) -> None:
         """Kill every sandbox of ``key`` in this namespace; nothing there is not an error."""
-        for info in await self._matching(key):
+        for _, info in await self._list(key):
             await self._kill(info.sandbox_id)
 
     async def list_instances(self) -> Sequence[InstanceInfo]:
         """Every sandbox of this namespace (running and paused), oldest first."""
         infos: list[InstanceInfo] = []
-        for info in await self._list({META_NAMESPACE: self.namespace}):
-            key = _metadata_key(info.metadata)
-            if key is None or info.metadata.get(META_NAMESPACE) != self.namespace:
-                continue
+        for key, info in await self._list():
             infos.append(
                 InstanceInfo(
                     key=key,
