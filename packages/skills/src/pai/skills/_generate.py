@@ -203,8 +203,12 @@ def _walk(
             problems.add(path, None, "is not a regular file or folder; remove it")
 
 
-def _split_frontmatter(text: str, file: Path, problems: _Problems) -> tuple[str, str, int] | None:
-    """(frontmatter, body, the frontmatter's first line number), or ``None`` after a problem.
+FRONTMATTER_LINE = 2
+"""The line of SKILL.md the frontmatter starts on (line 1 is the opening ``---``)."""
+
+
+def _split_frontmatter(text: str, file: Path, problems: _Problems) -> tuple[str, str] | None:
+    """(frontmatter, body), or ``None`` after a problem.
 
     Lines end at ``\n`` (``\r\n`` too); other characters Python counts as line breaks (form
     feeds, U+2028) are content, as they are to YAML's line numbers of ordinary files.
@@ -221,7 +225,7 @@ def _split_frontmatter(text: str, file: Path, problems: _Problems) -> tuple[str,
     for index in range(1, len(lines)):
         if lines[index].rstrip(" \t\r") == "---":
             body = "\n".join(lines[index + 1 :]).lstrip("\r\n")
-            return "".join(f"{line}\n" for line in lines[1:index]), body, 2
+            return "".join(f"{line}\n" for line in lines[1:index]), body
     problems.add(file, 1, "the frontmatter opened here is never closed; add a line '---' after it")
     return None
 
@@ -269,7 +273,6 @@ def _key_of(node: yaml.Node) -> str:
 def _key_lines(
     node: yaml.MappingNode,
     prefix: str,
-    first_line: int,
     file: Path,
     problems: _Problems,
     lines: dict[str, int],
@@ -284,7 +287,7 @@ def _key_lines(
     for key_node, value_node in node.value:
         key = _key_of(key_node)
         label = f"{prefix}{key}"
-        line = first_line + key_node.start_mark.line
+        line = FRONTMATTER_LINE + key_node.start_mark.line
         if key in seen:
             problems.add(
                 file, line, f"key {label!r} appears twice (first at line {seen[key]}); keep one"
@@ -292,11 +295,11 @@ def _key_lines(
         seen[key] = line
         lines[label] = line
         if isinstance(value_node, yaml.MappingNode):
-            _key_lines(value_node, f"{label}.", first_line, file, problems, lines, visited)
+            _key_lines(value_node, f"{label}.", file, problems, lines, visited)
 
 
 def _parse_frontmatter(
-    frontmatter: str, first_line: int, file: Path, problems: _Problems
+    frontmatter: str, file: Path, problems: _Problems
 ) -> tuple[dict[str, object], dict[str, int]] | None:
     # One parse: the node tree gives each key's line, and the values are constructed from it.
     loader = yaml.SafeLoader(frontmatter)
@@ -305,7 +308,7 @@ def _parse_frontmatter(
         values: object = None if node is None else loader.construct_document(node)  # pyright: ignore[reportUnknownMemberType]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-        line = first_line + mark.line if isinstance(mark, yaml.Mark) else first_line
+        line = FRONTMATTER_LINE + (mark.line if isinstance(mark, yaml.Mark) else 0)
         problem = getattr(error, "problem", None) or str(error)
         problems.add(file, line, f"the frontmatter is not valid YAML: {problem}")
         return None
@@ -314,12 +317,12 @@ def _parse_frontmatter(
     if not isinstance(node, yaml.MappingNode) or not isinstance(values, dict):
         problems.add(
             file,
-            first_line,
+            FRONTMATTER_LINE,
             "the frontmatter must be a YAML mapping of keys (name, description, ...)",
         )
         return None
     lines: dict[str, int] = {}
-    _key_lines(node, "", first_line, file, problems, lines, set())
+    _key_lines(node, "", file, problems, lines, set())
     return cast("dict[str, object]", values), lines
 
 
@@ -508,8 +511,8 @@ def _read_skill(folder: Path, root: Path, problems: _Problems) -> ParsedSkill | 
     split = _split_frontmatter(skill_md.text, skill_file, problems)
     if split is None:
         return None
-    frontmatter, body, first_line = split
-    parsed_yaml = _parse_frontmatter(frontmatter, first_line, skill_file, problems)
+    frontmatter, body = split
+    parsed_yaml = _parse_frontmatter(frontmatter, skill_file, problems)
     if parsed_yaml is None:
         return None
     skill = _validate(name, *parsed_yaml, skill_file, problems)
