@@ -149,12 +149,12 @@ def _walk(
 ) -> Iterator[tuple[str, Path]]:
     """Every file under ``folder`` as (path relative to the skill, path on disk), following
     symlinks that stay inside ``root`` and reporting those that leave it."""
+    if budget.left < 0:
+        return  # the skill is already over its budget (reported once): read no more folders
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as error:
         problems.add(folder, None, f"cannot read this folder: {error.strerror or error}")
-        return
-    if budget.left < 0:
         return
     budget.left -= len(entries)
     if budget.left < 0:
