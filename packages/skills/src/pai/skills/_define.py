@@ -224,8 +224,9 @@ def _clean_path(path: str) -> str:
 
 
 class _Request(Generic[ContextT, NameT]):
-    """One request's view: ``available`` asked at most once per skill, the ``sandbox`` function
-    at most once, and only when an available skill needs it."""
+    """One request's view of the skills: the ``sandbox`` function is asked at most once, and
+    only when an available skill needs it (``available`` is asked each time a skill is
+    checked)."""
 
     __slots__ = ("_has_sandbox", "_runtime_context", "_skills")
 
