@@ -46,6 +46,7 @@ from pai.sandbox_docker._engine import (
     MODE_SYMLINK,
     ContainerPaused,
     ContainerStopped,
+    Engine,
     ExecStream,
     LinkLoop,
     PathMissing,
@@ -138,6 +139,17 @@ def dir_entry(name: str, mode: int, uid: int, gid: int) -> tarfile.TarInfo:
     return info
 
 
+def query_ids(engine: Engine, container_id: str) -> tuple[int, int]:
+    """The uid and gid commands run as in the (running) container."""
+    code, out, err = engine.exec_simple(container_id, ["sh", "-c", IDS_SCRIPT])
+    parts = out.split()
+    if code != 0 or len(parts) != 2:
+        raise SandboxProviderError(
+            f"could not tell the container user's uid/gid: {err.decode(errors='replace')}"
+        )
+    return int(parts[0]), int(parts[1])
+
+
 @dataclass
 class _Session:
     """What the host learns of a running command: its session id (the wrapper's first line)."""
@@ -227,15 +239,7 @@ class DockerSandboxInstance:
 
     def _ids_sync(self) -> tuple[int, int]:
         if self._ids is None:
-            code, out, err = self._call_sync(
-                lambda: self._engine.exec_simple(self._id, ["sh", "-c", IDS_SCRIPT])
-            )
-            parts = out.split()
-            if code != 0 or len(parts) != 2:
-                raise SandboxProviderError(
-                    f"could not tell the container user's uid/gid: {err.decode(errors='replace')}"
-                )
-            self._ids = (int(parts[0]), int(parts[1]))
+            self._ids = self._call_sync(lambda: query_ids(self._engine, self._id))
         return self._ids
 
     @staticmethod

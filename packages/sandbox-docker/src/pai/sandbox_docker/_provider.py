@@ -44,7 +44,7 @@ from pai.sandbox_docker._engine import (
     ImageMissing,
     NameConflict,
 )
-from pai.sandbox_docker._instance import DockerSandboxInstance, dir_entry
+from pai.sandbox_docker._instance import DockerSandboxInstance, dir_entry, query_ids
 from pai.sandbox_docker._labels import (
     LABEL_GID,
     LABEL_KEY_HASH,
@@ -59,7 +59,7 @@ from pai.sandbox_docker._labels import (
     parse_docker_time,
 )
 from pai.sandbox_docker._plugin import DockerOptions
-from pai.sandbox_docker._scripts import IDS_SCRIPT, KEEPALIVE
+from pai.sandbox_docker._scripts import KEEPALIVE
 
 _log = logging.getLogger("pai.sandbox_docker")
 
@@ -287,13 +287,7 @@ class DockerSandboxProvider:
                 self._make_workspace_sync(container_id, ids)
             self.engine.start(container_id)
             if ids is None:
-                code, out, err = self.engine.exec_simple(container_id, ["sh", "-c", IDS_SCRIPT])
-                parts = out.split()
-                if code != 0 or len(parts) != 2:
-                    raise SandboxProviderError(
-                        f"could not tell the container user's uid/gid: {err.decode(errors='replace')}"
-                    )
-                ids = (int(parts[0]), int(parts[1]))
+                ids = query_ids(self.engine, container_id)
                 if ids != (0, 0):
                     self._make_workspace_sync(container_id, ids)
         except BaseException:
