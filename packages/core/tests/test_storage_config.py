@@ -221,8 +221,11 @@ def test_a_plugin_registers_a_backend_by_scheme() -> None:
     )
 
 
-def test_a_plugin_registering_a_built_in_scheme_is_an_error_naming_its_distribution() -> None:
-    plugins = plugins_with(CustomBackend(scheme="sqlite"))
+@pytest.mark.parametrize("scheme", ["sqlite", "memory"])
+def test_a_plugin_registering_a_built_in_scheme_is_an_error_naming_its_distribution(
+    scheme: str,
+) -> None:
+    plugins = plugins_with(CustomBackend(scheme=scheme))
 
     with pytest.raises(DuplicateRegistrationError, match="pai-storage-custom"):
         plugins.storage_backends()

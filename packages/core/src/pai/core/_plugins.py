@@ -330,13 +330,15 @@ class Plugins:
     def storage_backends(self) -> dict[str, StorageRegistration]:
         """Every storage backend plugins register, by URL scheme (the built-in ``sqlite`` and
         ``memory`` are not among them; a plugin registering one of those is an error)."""
+        from pai.core._storage_config import BUILTIN_BACKENDS  # that module imports this one
+
         found = self.registrations(
             "pai_storage_backends",
             StorageRegistration,
             key=lambda r: r.scheme.lower(),
             kind="storage scheme",
         )
-        for scheme in ("sqlite", "memory"):
+        for scheme in BUILTIN_BACKENDS:
             if scheme in found:
                 raise DuplicateRegistrationError(
                     f"storage scheme {scheme!r} is built into pai-core, and "
