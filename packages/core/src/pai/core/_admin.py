@@ -188,16 +188,15 @@ class ThreadHandle:
                 except Exception as error:
                     failure.append(error)
 
-        closed = False
         async with anyio.create_task_group() as tg, receive:
             tg.start_soon(run)
             try:
                 async for event in receive:
                     yield event
             except GeneratorExit:  # the reader closed the stream: the run is cancelled
-                closed = True
                 tg.cancel_scope.cancel()
-        if failure and not closed:
+                return
+        if failure:
             raise failure[0]
 
     async def submit_tool_results(self, results: Mapping[str, object]) -> RunResult:
