@@ -139,6 +139,14 @@ def bind(config: PaiConfig) -> Any:
     return bindings_from_config(coder().requirements, config=config)["sandbox"]
 
 
+def config_error(tmp_path: Path, content: str) -> ConfigError:
+    """The ``ConfigError`` that binding the sandbox of the pai.toml ``content`` raises."""
+    config = config_of(tmp_path, content)
+    with pytest.raises(ConfigError) as caught:
+        bind(config)
+    return caught.value
+
+
 # -- choosing a provider -------------------------------------------------------------------------
 
 
@@ -204,13 +212,10 @@ def test_an_unknown_provider_lists_the_installed_ones_and_what_to_pip_install(
 def test_an_unknown_provider_in_configuration_names_the_file_and_keeps_the_advice(
     fake: ModuleType, tmp_path: Path
 ) -> None:
-    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "docker"\n')
+    error = config_error(tmp_path, '[capabilities.sandbox]\nprovider = "docker"\n')
 
-    with pytest.raises(ConfigError) as caught:
-        bind(config)
-
-    assert isinstance(caught.value.__cause__, UnknownProviderError)
-    message = str(caught.value)
+    assert isinstance(error.__cause__, UnknownProviderError)
+    message = str(error)
     assert str(tmp_path / "pai.toml") in message
     assert "'docker'" in message
     assert "installed providers: 'fake' (pai-sandbox-fake)" in message
@@ -220,13 +225,10 @@ def test_an_unknown_provider_in_configuration_names_the_file_and_keeps_the_advic
 def test_the_default_provider_when_it_is_not_installed_says_what_to_install(
     fake: ModuleType, tmp_path: Path
 ) -> None:
-    config = config_of(tmp_path, "")  # no provider named: the embedded default, inmemory
+    error = config_error(tmp_path, "")  # no provider named: the embedded default, inmemory
 
-    with pytest.raises(ConfigError) as caught:
-        bind(config)
-
-    assert isinstance(caught.value.__cause__, UnknownProviderError)
-    message = str(caught.value)
+    assert isinstance(error.__cause__, UnknownProviderError)
+    message = str(error)
     assert "'inmemory'" in message
     assert "its defaults ([capabilities.sandbox] is not configured" in message
     assert "pip install pai-sandbox-inmemory" in message
@@ -260,16 +262,13 @@ def test_a_misspelt_known_provider_suggests_it_and_offers_no_install_for_the_typ
 def test_a_bad_provider_option_names_the_key_and_the_valid_keys(
     fake: ModuleType, tmp_path: Path
 ) -> None:
-    config = config_of(
+    error = config_error(
         tmp_path,
         '[capabilities.sandbox]\nprovider = "fake"\n\n[capabilities.sandbox.fake]\nimgae = "x"\n',
     )
 
-    with pytest.raises(ConfigError) as caught:
-        bind(config)
-
-    assert isinstance(caught.value.__cause__, ProviderOptionsError)
-    message = str(caught.value)
+    assert isinstance(error.__cause__, ProviderOptionsError)
+    message = str(error)
     assert "[capabilities.sandbox.fake].imgae" in message
     assert "Valid keys: ['cpus', 'image']" in message
     assert str(tmp_path / "pai.toml") in message
@@ -288,13 +287,10 @@ def test_a_bad_provider_option_value_names_the_key(fake: ModuleType, tmp_path: P
 def test_an_unknown_key_in_the_sandbox_section_is_reported_with_the_valid_keys(
     fake: ModuleType, tmp_path: Path
 ) -> None:
-    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\ntimout = 5\n')
+    error = config_error(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\ntimout = 5\n')
 
-    with pytest.raises(ConfigError) as caught:
-        bind(config)
-
-    assert isinstance(caught.value.__cause__, ProviderOptionsError)
-    message = str(caught.value)
+    assert isinstance(error.__cause__, ProviderOptionsError)
+    message = str(error)
     assert "unknown key(s) ['timout']" in message
     assert "'default_timeout'" in message  # among the valid keys
     assert "[capabilities.sandbox]" in message
@@ -303,26 +299,20 @@ def test_an_unknown_key_in_the_sandbox_section_is_reported_with_the_valid_keys(
 def test_an_unknown_key_in_the_sandbox_section_suggests_the_closest_and_lists_scope(
     fake: ModuleType, tmp_path: Path
 ) -> None:
-    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\nscop = "thread"\n')
+    error = config_error(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\nscop = "thread"\n')
 
-    with pytest.raises(ConfigError) as caught:
-        bind(config)
-
-    message = str(caught.value)
+    message = str(error)
     assert "unknown key(s) ['scop']; did you mean 'scope'?" in message
     assert "'scope'" in message.split("valid keys are", 1)[1]
     assert str(tmp_path / "pai.toml") in message
 
 
 def test_a_bad_sandbox_setting_names_the_key(fake: ModuleType, tmp_path: Path) -> None:
-    config = config_of(
+    error = config_error(
         tmp_path, '[capabilities.sandbox]\nprovider = "fake"\noutput_limit = "lots"\n'
     )
 
-    with pytest.raises(ConfigError) as caught:
-        bind(config)
-
-    message = str(caught.value)
+    message = str(error)
     assert "capabilities.sandbox.output_limit = 'lots'" in message
     assert "output_limit" in message
 
@@ -330,15 +320,12 @@ def test_a_bad_sandbox_setting_names_the_key(fake: ModuleType, tmp_path: Path) -
 def test_a_misspelt_provider_option_suggests_the_closest_key(
     fake: ModuleType, tmp_path: Path
 ) -> None:
-    config = config_of(
+    error = config_error(
         tmp_path,
         '[capabilities.sandbox]\nprovider = "fake"\n[capabilities.sandbox.fake]\nimgae = "x"\n',
     )
 
-    with pytest.raises(ConfigError) as caught:
-        bind(config)
-
-    message = str(caught.value)
+    message = str(error)
     assert "[capabilities.sandbox.fake].imgae: unknown key; did you mean 'image'?" in message
     assert str(tmp_path / "pai.toml") in message
 
@@ -378,11 +365,8 @@ def test_the_read_limit_comes_from_configuration(fake: ModuleType, tmp_path: Pat
 def test_a_read_limit_below_one_byte_in_configuration_names_the_option(
     fake: ModuleType, tmp_path: Path
 ) -> None:
-    config = config_of(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\nread_limit = 0\n')
+    error = config_error(tmp_path, '[capabilities.sandbox]\nprovider = "fake"\nread_limit = 0\n')
 
-    with pytest.raises(ConfigError) as caught:
-        bind(config)
-
-    message = str(caught.value)
+    message = str(error)
     assert "capabilities.sandbox.read_limit = 0" in message
     assert "greater than or equal to 1" in message
