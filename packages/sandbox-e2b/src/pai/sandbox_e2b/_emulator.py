@@ -46,7 +46,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -117,18 +117,7 @@ def _probe() -> str | None:
     try:
         _prepare_root(Path(root))
         done = subprocess.run(
-            [
-                *_unshare_argv(unshare),
-                "/bin/sh",
-                "-c",
-                _SETUP,
-                "probe",
-                root,
-                "/",
-                "/bin/sh",
-                "-c",
-                "echo ok",
-            ],
+            _confined(unshare, root, "/", ["/bin/sh", "-c", "echo ok"]),
             capture_output=True,
             timeout=30,
             env=_BASE_ENV,
@@ -147,9 +136,12 @@ def _probe() -> str | None:
     return None
 
 
-def _unshare_argv(unshare: str, *, network: bool = False) -> list[str]:
-    """``unshare`` in new user, mount and PID namespaces, and a network namespace of its own
-    (nothing but a loopback that is down) unless ``network``."""
+def _confined(
+    unshare: str, root: Path | str, workdir: str, argv: Sequence[str], *, network: bool = False
+) -> list[str]:
+    """The command line running ``argv`` in ``workdir`` of the sandbox folder ``root``: in new
+    user, mount and PID namespaces, and a network namespace of its own (nothing but a loopback
+    that is down) unless ``network``, chrooted by :data:`_SETUP`."""
     return [
         unshare,
         "--user",
@@ -160,6 +152,13 @@ def _unshare_argv(unshare: str, *, network: bool = False) -> list[str]:
         "--fork",
         "--kill-child",
         "--",
+        "/bin/sh",
+        "-c",
+        _SETUP,
+        "pai-e2b-emulator",
+        str(root),
+        workdir,
+        *argv,
     ]
 
 
@@ -548,15 +547,13 @@ class _Emulation:
         env = {**_BASE_ENV, "E2B_SANDBOX_ID": sandbox.sandbox_id, **sandbox.env_vars, **envs}
         proc = await asyncio.create_subprocess_exec(
             *self.launcher,
-            *_unshare_argv(self.unshare, network=sandbox.allow_internet_access is True),
-            "/bin/sh",
-            "-c",
-            _SETUP,
-            "pai-e2b-emulator",
-            str(sandbox.root),
-            shown,
-            cmd,
-            *args,
+            *_confined(
+                self.unshare,
+                sandbox.root,
+                shown,
+                [cmd, *args],
+                network=sandbox.allow_internet_access is True,
+            ),
             stdin=asyncio.subprocess.PIPE if with_stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -972,8 +969,6 @@ class _Http:
         self.emulation = emulation
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
         method: str = scope["method"]
@@ -982,13 +977,13 @@ class _Http:
             await self._envd(method, path, headers, query, receive, send)
             return
         if headers.get("x-api-key") != self.emulation.api_key:
-            await _json(send, 401, {"code": 401, "message": "Invalid API key"})
+            await _error(send, 401, "Invalid API key")
             return
         body = await _read_body(receive)
         try:
             payload: Any = json.loads(body) if body else {}
         except ValueError:
-            await _json(send, 400, {"code": 400, "message": "invalid JSON body"})
+            await _error(send, 400, "invalid JSON body")
             return
         parts = [p for p in path.split("/") if p]
         mentioned = next((p for p in parts[1:] if p not in ("sandboxes", "v2")), None)
@@ -1009,38 +1004,38 @@ class _Http:
         elif len(parts) == 4 and parts[:2] == ["v2", "sandboxes"] and parts[3] == "connect":
             connected = e.connect(parts[2], payload.get("timeout"))
             if connected is None:
-                await _json(send, 404, {"code": 404, "message": f"sandbox {parts[2]} not found"})
+                await _error(send, 404, f"sandbox {parts[2]} not found")
             else:
                 sandbox, resumed = connected
                 await _json(send, 201 if resumed else 200, sandbox.created())
         elif len(parts) == 2 and parts[0] == "sandboxes" and method == "GET":
             sandbox = e.get(parts[1], running=False)
             if sandbox is None:
-                await _json(send, 404, {"code": 404, "message": f"sandbox {parts[1]} not found"})
+                await _error(send, 404, f"sandbox {parts[1]} not found")
             else:
                 await _json(send, 200, {**sandbox.listed(), **sandbox.created()})
         elif len(parts) == 2 and parts[0] == "sandboxes" and method == "DELETE":
             if e.remove(parts[1]):
                 await _empty(send, 204)
             else:
-                await _json(send, 404, {"code": 404, "message": f"sandbox {parts[1]} not found"})
+                await _error(send, 404, f"sandbox {parts[1]} not found")
         elif len(parts) == 3 and parts[0] == "sandboxes" and parts[2] == "timeout":
             sandbox = e.get(parts[1], running=False)
             if sandbox is None:
-                await _json(send, 404, {"code": 404, "message": f"sandbox {parts[1]} not found"})
+                await _error(send, 404, f"sandbox {parts[1]} not found")
             else:
                 sandbox.end_at = _now() + timedelta(seconds=int(payload.get("timeout") or 0))
                 await _empty(send, 204)
         elif len(parts) == 3 and parts[0] == "sandboxes" and parts[2] == "pause":
             paused = e.pause(parts[1])
             if paused is None:
-                await _json(send, 404, {"code": 404, "message": f"sandbox {parts[1]} not found"})
+                await _error(send, 404, f"sandbox {parts[1]} not found")
             elif not paused:
-                await _json(send, 409, {"code": 409, "message": "sandbox is already paused"})
+                await _error(send, 409, "sandbox is already paused")
             else:
                 await _empty(send, 204)
         else:
-            await _json(send, 404, {"code": 404, "message": f"{method} {path} is not emulated"})
+            await _error(send, 404, f"{method} {path} is not emulated")
 
     async def _list(self, query: dict[str, list[str]], send: Send) -> None:
         wanted: dict[str, str] = {}
@@ -1080,12 +1075,10 @@ class _Http:
         sandbox_id = headers.get("e2b-sandbox-id", "")
         sandbox = self.emulation.get(sandbox_id, running=True)
         if sandbox is None:
-            await _json(
-                send, 502, {"code": 502, "message": f"The sandbox {sandbox_id} was not found"}
-            )
+            await _error(send, 502, f"The sandbox {sandbox_id} was not found")
             return
         if headers.get("x-access-token") != sandbox.access_token:
-            await _json(send, 401, {"code": 401, "message": "invalid or missing X-Access-Token"})
+            await _error(send, 401, "invalid or missing X-Access-Token")
             return
         if path == "/health":
             await _empty(send, 204)
@@ -1094,7 +1087,7 @@ class _Http:
             await self._download(sandbox, (query.get("path") or [""])[0], send)
             return
         if method != "POST":
-            await _json(send, 405, {"code": 405, "message": f"{method} /files is not allowed"})
+            await _error(send, 405, f"{method} /files is not allowed")
             return
         body = await _read_body(receive)
         content_type = headers.get("content-type", "")
@@ -1106,7 +1099,7 @@ class _Http:
             else:
                 files = [((query.get("path") or [""])[0], body)]
         except ValueError as error:
-            await _json(send, 400, {"code": 400, "message": str(error)})
+            await _error(send, 400, str(error))
             return
         written: list[dict[str, str]] = []
         for file_path, content in files:
@@ -1114,7 +1107,7 @@ class _Http:
                 shown = await asyncio.to_thread(_write, sandbox.root, file_path, content)
             except _FsError as error:
                 status = 404 if error.code == "not_found" else 400
-                await _json(send, status, {"code": status, "message": error.message})
+                await _error(send, status, error.message)
                 return
             written.append({"name": shown.rsplit("/", 1)[-1], "type": "file", "path": shown})
         await _json(send, 200, written)
@@ -1123,25 +1116,22 @@ class _Http:
         try:
             host, _ = resolve_in_root(sandbox.root, path)
         except _FsError as error:
-            await _json(send, 400, {"code": 400, "message": error.message})
+            await _error(send, 400, error.message)
             return
         try:
             handle = await asyncio.to_thread(open, host, "rb")
-        except FileNotFoundError:
-            await _json(send, 404, {"code": 404, "message": f"path '{path}' does not exist"})
+        except (FileNotFoundError, NotADirectoryError):
+            await _error(send, 404, f"path '{path}' does not exist")
             return
         except IsADirectoryError:
-            await _json(send, 400, {"code": 400, "message": f"path '{path}' is a directory"})
-            return
-        except NotADirectoryError:
-            await _json(send, 404, {"code": 404, "message": f"path '{path}' does not exist"})
+            await _error(send, 400, f"path '{path}' is a directory")
             return
         try:
             if not opened_inside(sandbox.root, handle.fileno()):  # swapped for a link meanwhile
-                await _json(send, 404, {"code": 404, "message": f"path '{path}' does not exist"})
+                await _error(send, 404, f"path '{path}' does not exist")
                 return
             if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-                await _json(send, 400, {"code": 400, "message": f"path '{path}' is a directory"})
+                await _error(send, 400, f"path '{path}' is a directory")
                 return
             await send(
                 {
@@ -1235,6 +1225,11 @@ async def _json(
     await send({"type": "http.response.body", "body": body})
 
 
+async def _error(send: Send, status: int, message: str) -> None:
+    """An error answer in the shape E2B's API and proxy use."""
+    await _json(send, status, {"code": status, "message": message})
+
+
 async def _empty(send: Send, status: int) -> None:
     await send({"type": "http.response.start", "status": status, "headers": []})
     await send({"type": "http.response.body", "body": b""})
@@ -1245,17 +1240,9 @@ def _app(emulation: _Emulation) -> Callable[[dict[str, Any], Receive, Send], Awa
     http = _Http(emulation)
 
     async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        path: str = scope.get("path", "")
-        if scope["type"] != "http":
+        if scope["type"] != "http":  # uvicorn runs it with lifespan="off"
             return
+        path: str = scope["path"]
         headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
         envd = path.startswith(("/process.Process/", "/filesystem.Filesystem/"))
         if envd or path in ("/files", "/health"):
@@ -1266,9 +1253,7 @@ def _app(emulation: _Emulation) -> Callable[[dict[str, Any], Receive, Send], Awa
                 sandbox_id
             ):
                 # What E2B's proxy answers for a sandbox that is gone (not a Connect error).
-                await _json(
-                    send, 502, {"code": 502, "message": f"The sandbox {sandbox_id} was not found"}
-                )
+                await _error(send, 502, f"The sandbox {sandbox_id} was not found")
                 return
         if envd:
             target = process_app if path.startswith("/process.") else filesystem_app
