@@ -568,6 +568,18 @@ def test_demo_runs_the_scripted_agent_in_the_configured_sandbox(
 
 
 @pytest.mark.usefixtures("script_runs")
+def test_demo_reads_files_within_the_configured_read_limit(provider: RecordingProvider) -> None:
+    Path("pai.toml").write_text(
+        '[capabilities.sandbox]\nprovider = "recording"\nread_limit = 4096\n'
+    )
+
+    result = invoke("demo")
+
+    assert result.exit_code == 0, result.output
+    assert provider.read_limits == [4096]
+
+
+@pytest.mark.usefixtures("script_runs")
 def test_demo_keep_keeps_the_sandbox(provider: RecordingProvider) -> None:
     result = invoke("demo", "--keep")
 

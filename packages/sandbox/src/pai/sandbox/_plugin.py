@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -188,6 +188,24 @@ class SandboxSettings(BaseModel):
     read_limit: Annotated[int, Field(ge=1)] = DEFAULT_READ_LIMIT
 
 
+class FacadeLimits(TypedDict):
+    """The facade's limits, as keyword arguments of ``create_sandbox``, ``sandbox_capability``
+    and ``create_sandbox_service``."""
+
+    default_timeout: float | None
+    output_limit: int
+    read_limit: int
+
+
+def facade_limits(settings: SandboxSettings) -> FacadeLimits:
+    """The limits ``[capabilities.sandbox]`` sets, to pass on as ``**facade_limits(settings)``."""
+    return FacadeLimits(
+        default_timeout=settings.default_timeout,
+        output_limit=settings.output_limit,
+        read_limit=settings.read_limit,
+    )
+
+
 _told_default = False
 
 
@@ -269,9 +287,7 @@ def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> Capabilit
     return sandbox_capability(
         provider=provider,
         scope=settings.scope or "thread",  # type: ignore[arg-type]  # checked by the binding
-        default_timeout=options.default_timeout,
-        output_limit=options.output_limit,
-        read_limit=options.read_limit,
+        **facade_limits(options),
     )
 
 

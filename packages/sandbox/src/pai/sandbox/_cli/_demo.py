@@ -283,6 +283,7 @@ def demo_command(ctx: click.Context, keep: bool, model_name: str | None) -> None
         from pai.core import create_agent_runtime, load_config, resolve_model
         from pai.core.testing import ScriptedModel
         from pai.sandbox._capability import create_sandbox_service
+        from pai.sandbox._plugin import facade_limits
 
         real = resolve_model(model_name, config=load_config()) if model_name else None
         async with configured() as (provider, settings):
@@ -290,10 +291,7 @@ def demo_command(ctx: click.Context, keep: bool, model_name: str | None) -> None
             model = real if real is not None else scripted
             agent = _demo_agent(model)
             service = create_sandbox_service(
-                provider=provider,
-                scope="thread",
-                default_timeout=settings.default_timeout,
-                output_limit=settings.output_limit,
+                provider=provider, scope="thread", **facade_limits(settings)
             )
             printer.rule("PAI demo: a worked example agent")
             if real is None:

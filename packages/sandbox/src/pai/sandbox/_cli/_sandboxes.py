@@ -172,6 +172,7 @@ def exec_command(
     data: bytes | None = sys.stdin.buffer.read() if forward_stdin else None
 
     async def run() -> int:
+        from pai.sandbox._plugin import facade_limits
         from pai.sandbox._sandbox import create_sandbox
         from pai.sandbox._session import create_sandbox_session_manager
 
@@ -187,12 +188,7 @@ def exec_command(
                 streamed["err"] = True
                 click.echo(text, nl=False, err=True)
 
-            box = create_sandbox(
-                sessions.handle(key),
-                default_timeout=settings.default_timeout,
-                output_limit=settings.output_limit,
-                read_limit=settings.read_limit,
-            )
+            box = create_sandbox(sessions.handle(key), **facade_limits(settings))
             result = await box.run_command(
                 line, stdin=data, timeout=timeout, on_stdout=on_stdout, on_stderr=on_stderr
             )
