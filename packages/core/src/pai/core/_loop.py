@@ -72,7 +72,7 @@ from pai.core._model import (
     StreamingModel,
     ToolSpec,
     Usage,
-    aclose_stream,
+    aclose_if_closable,
     collect_response,
     stream_model,
 )
@@ -589,7 +589,7 @@ async def _streamed(
     try:
         return await collect_response(_emitting(events, emit))
     finally:
-        await aclose_stream(events)
+        await aclose_if_closable(events)
 
 
 async def _emitting(events: AsyncIterator[ModelEvent], emit: Emit) -> AsyncIterator[ModelEvent]:

@@ -337,15 +337,16 @@ async def stream_model(model: Model, request: ModelRequest) -> AsyncIterator[Mod
             async for event in stream:
                 yield event
         finally:
-            await aclose_stream(stream)
+            await aclose_if_closable(stream)
         return
     for event in response_events(await model.request(request)):
         yield event
 
 
-async def aclose_stream(stream: AsyncIterator[ModelEvent]) -> None:
-    """Close ``stream`` when it can be closed (an async generator), releasing what it holds."""
-    aclose: object = getattr(stream, "aclose", None)
+async def aclose_if_closable(resource: object) -> None:
+    """Close ``resource`` when it can be closed (its ``aclose()``: an async generator, a model
+    holding a client), releasing what it holds."""
+    aclose: object = getattr(resource, "aclose", None)
     if callable(aclose):
         result = aclose()
         if isinstance(result, Awaitable):

@@ -11,7 +11,7 @@ from typing import TypeVar
 import anyio
 
 from pai.core._errors import ModelConfigurationError, RetryableModelError
-from pai.core._model import ModelEvent, aclose_stream
+from pai.core._model import ModelEvent, aclose_if_closable
 
 T = TypeVar("T")
 
@@ -169,5 +169,5 @@ async def stream_with_retries(
             if yielded or not await _pause(policy, attempt, error):
                 raise
         finally:
-            await aclose_stream(stream)
+            await aclose_if_closable(stream)
         attempt += 1

@@ -8,7 +8,7 @@ client reaches the first two through the small interfaces :mod:`pai.core._admin`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -19,7 +19,7 @@ from pai.core._binding import CapabilityBinding
 from pai.core._errors import CapabilityBindingError
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._loop import AgentLoop
-from pai.core._model import Model
+from pai.core._model import Model, aclose_if_closable
 from pai.core._storage import Storage
 from pai.core._threads import Threads
 
@@ -117,9 +117,7 @@ class AgentRuntime:
         await self._threads.close(owns_storage=self._owns_storage)
         owned, self._owned_models = self._owned_models, ()
         for model in owned:
-            aclose: Callable[[], Awaitable[object]] | None = getattr(model, "aclose", None)
-            if callable(aclose):
-                await aclose()
+            await aclose_if_closable(model)
 
     async def __aenter__(self) -> Self:
         return self

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
@@ -304,6 +304,7 @@ def _check(config: Any) -> None:
     from pai.core._chat import configured_agent
     from pai.core._config import check_capability_ids
     from pai.core._config_binding import bindings_from_config
+    from pai.core._model import aclose_if_closable
     from pai.core._model_config import check_model_config
     from pai.core._plugins import get_plugins
     from pai.core._storage_config import storage_from_config
@@ -326,9 +327,7 @@ def _check(config: Any) -> None:
             await binding.close()
         if storage is not None:
             await storage.aclose()
-        aclose: Callable[[], Awaitable[object]] | None = getattr(model, "aclose", None)
-        if callable(aclose):
-            await aclose()
+        await aclose_if_closable(model)
 
     anyio.run(release)
 
@@ -489,6 +488,7 @@ def chat_command(agent: str | None, model_name: str | None, thread_id: str | Non
     from pai.core._assembly import create_agent_runtime
     from pai.core._chat import chat, chat_agent_from_config, load_agent, no_agent_message
     from pai.core._config import load_config
+    from pai.core._model import aclose_if_closable
     from pai.core._model_config import resolve_model
     from pai.core._plugins import get_plugins
 
@@ -537,9 +537,7 @@ def chat_command(agent: str | None, model_name: str | None, thread_id: str | Non
                     note(f"thread {thread.id} (come back to it with --thread {thread.id})")
                 await chat(thread, prompt=stdin_is_terminal())
         finally:
-            aclose: Callable[[], Awaitable[object]] | None = getattr(model, "aclose", None)
-            if callable(aclose):
-                await aclose()
+            await aclose_if_closable(model)
 
     anyio.run(run)
 

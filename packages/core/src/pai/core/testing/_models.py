@@ -24,7 +24,7 @@ from pai.core._model import (
     TextDelta,
     Usage,
     UsageReported,
-    aclose_stream,
+    aclose_if_closable,
     collect_response,
     response_events,
 )
@@ -172,7 +172,7 @@ async def _collect(stream: AsyncIterator[ModelEvent]) -> ModelResponse:
     try:
         return await collect_response(stream)
     finally:
-        await aclose_stream(stream)
+        await aclose_if_closable(stream)
 
 
 class FunctionModel:
@@ -222,7 +222,7 @@ class FunctionModel:
                 async for event in inner:
                     yield event
             finally:
-                await aclose_stream(inner)
+                await aclose_if_closable(inner)
             return
         assert self._fn is not None
         for event in response_events(await resolve(self._fn(request))):
