@@ -21,6 +21,7 @@ from pai.core._binding import create_capability_binding as create_capability_bin
 from pai.core._capability import Capability as Capability
 from pai.core._capability import define_capability as define_capability
 from pai.core._config import PaiConfig as PaiConfig
+from pai.core._config import did_you_mean as did_you_mean
 from pai.core._config import load_config as load_config
 from pai.core._config_binding import bindings_from_config as bindings_from_config
 from pai.core._config_binding import capability_binding as capability_binding
@@ -251,6 +252,7 @@ __all__ = [
     "define_command",
     "define_tool",
     "derive_instance_key",
+    "did_you_mean",
     "get_plugins",
     "hookimpl",
     "hookspec",

@@ -237,11 +237,14 @@ def did_you_mean(
 ) -> str:
     """The hint ``did you mean 'x'?`` for the choice closest to ``value``, or ``""``.
 
-    Every "did you mean" of this package is made here, in one shape: the hint ends in its question
-    mark, and the caller's separators go around it (``before``, and ``after``, which by default is
-    the space before the next clause), never a full stop after it. ``show`` renders the choice.
+    Every "did you mean" of pai-core is made here, in one shape, and plugins can use it for
+    theirs: the hint ends in its question mark, and the caller's separators go around it
+    (``before``, and ``after``, which by default is the space before the next clause), never a
+    full stop after it. ``show`` renders the choice.
 
     Example::
+
+        from pai.core import did_you_mean
 
         f"unknown table [{key}]; {did_you_mean(key, TABLES)}the tables are: ..."
         "unknown key" + did_you_mean(key, fields, before="; ", after="")
