@@ -39,7 +39,7 @@ import anyio
 import click
 
 from pai.core._agent import Agent
-from pai.core._config import PYPROJECT, PaiConfig, did_you_mean, origin_of
+from pai.core._config import PYPROJECT, PaiConfig, did_you_mean, origin_of, source_folder
 from pai.core._errors import ConfigError, PaiError, UserError
 from pai.core._messages import ToolCall
 from pai.core._model import TextDelta, ToolCallFinished
@@ -168,10 +168,7 @@ def chat_agent_from_config(config: PaiConfig) -> tuple[str, str, Path | None] | 
             f"chat.agent = {value!r} ({where}) must be a non-empty string naming your agent as "
             '"<module>:<attribute>", e.g. agent = "myapp.agents:coder"'
         )
-    folder = None
-    if source is not None and not source.startswith("env ") and source not in ("code", "default"):
-        folder = Path(source).parent
-    return value.strip(), where, folder
+    return value.strip(), where, source_folder(source)
 
 
 def configured_agent(config: PaiConfig) -> Agent | None:

@@ -180,6 +180,14 @@ def describe_source(source: str) -> str:
     return source
 
 
+def source_folder(source: str | None) -> Path | None:
+    """The folder of the file a value's ``source`` names (relative paths in that file are read
+    from there), or ``None`` for a value from the environment, code or the defaults."""
+    if source is None or source.startswith("env ") or source in ("code", "default"):
+        return None
+    return Path(source).parent
+
+
 def load_config(
     start: Path | None = None,
     *,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pai.core._config import PaiConfig, describe_source, did_you_mean
+from pai.core._config import PaiConfig, describe_source, did_you_mean, source_folder
 from pai.core._errors import ConfigError
 from pai.core._plugins import Plugins, get_plugins
 from pai.core._storage import Storage
@@ -214,10 +214,7 @@ def storage_from_config(config: PaiConfig, *, plugins: Plugins | None = None) ->
             f'[storage] ({origin}) has no url; add url = "sqlite:///threads.db" (or memory://), '
             "or remove the table to keep the default in-process SQLite database"
         )
-    source_of_url = config.sources.get(("storage", "url"), "code")
-    base = Path.cwd()
-    if not source_of_url.startswith("env ") and source_of_url not in ("code", "default"):
-        base = Path(source_of_url).parent
+    base = source_folder(config.sources.get(("storage", "url"))) or Path.cwd()
     return open_storage(url, plugins=plugins, base=base, source=f"storage.url, {origin}")
 
 
