@@ -31,7 +31,7 @@ import json
 import signal
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -199,7 +199,6 @@ class _Chat:
 
     current: anyio.CancelScope | None = None
     interrupted: bool = False
-    out: list[str] = field(default_factory=list[str])
 
 
 def _say(text: str, *, newline: bool = False, err: bool = False) -> None:
