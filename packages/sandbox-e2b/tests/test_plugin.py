@@ -49,6 +49,22 @@ def test_a_sandbox_timeout_e2b_cannot_take_is_refused_when_the_options_are_read(
         build_provider("e2b", {"timeout": timeout, "api_key": "k"})
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("api_url", "127.0.0.1:8000"),
+        ("sandbox_url", "ftp://127.0.0.1"),
+        ("metadata", {"pai.key": "mine"}),
+        ("request_timeout", float("inf")),
+    ],
+)
+def test_a_bad_url_a_pai_metadata_key_or_an_endless_request_timeout_is_refused_when_the_options_are_read(
+    option: str, value: object
+) -> None:
+    with pytest.raises(ProviderOptionsError, match=option):
+        build_provider("e2b", {option: value, "api_key": "k"})
+
+
 def test_a_misspelt_option_gets_a_did_you_mean() -> None:
     with pytest.raises(ProviderOptionsError, match="did you mean 'allow_internet_access'"):
         build_provider("e2b", {"allow_internet": True, "api_key": "k"})

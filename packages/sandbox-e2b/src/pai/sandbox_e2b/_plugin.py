@@ -7,14 +7,18 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pai.core import hookimpl
 from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
 
+#: The longest sandbox life E2B allows (seconds).
+MAX_TIMEOUT = 86_400
+
 
 class E2BOptions(BaseModel):
-    """``[capabilities.sandbox.e2b]``: where and how sandboxes are made on E2B.
+    """``[capabilities.sandbox.e2b]``: where and how sandboxes are made on E2B (the
+    :class:`~pai.sandbox_e2b.E2BSandboxProvider` checks its arguments with this model too).
 
     The API key is read from ``E2B_API_KEY`` unless ``api_key`` is given (prefer the variable: a
     key in ``pai.toml`` ends up in version control). ``api_url`` / ``sandbox_url`` (or
@@ -36,7 +40,10 @@ class E2BOptions(BaseModel):
 
     template: str = Field("base", min_length=1, description="E2B template name or id")
     timeout: int = Field(
-        300, gt=0, le=86_400, description="seconds a sandbox lives after create or connect"
+        300,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description="seconds a sandbox lives after create or connect (1 to 86 400: 24 h)",
     )
     api_key: str | None = Field(None, min_length=1, description="default: E2B_API_KEY")
     domain: str | None = Field(None, min_length=1, description="default: E2B_DOMAIN or e2b.app")
@@ -54,8 +61,29 @@ class E2BOptions(BaseModel):
     allow_internet_access: bool = Field(False, description="true lets commands reach the internet")
     user: str = Field("user", min_length=1, description="the sandbox user commands run as")
     request_timeout: float = Field(
-        30.0, gt=0, description="seconds an E2B API or envd request may take"
+        30.0, gt=0, allow_inf_nan=False, description="seconds an E2B API or envd request may take"
     )
+
+    @field_validator("api_url", "sandbox_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(
+                "not an http:// or https:// URL; write the whole URL, e.g. the emulator's url "
+                "(http://127.0.0.1:PORT)"
+            )
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _own_metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(name for name in value if name.startswith("pai."))
+        if reserved:
+            raise ValueError(
+                "keys starting with 'pai.' are the provider's own (it sets 'pai.namespace', "
+                f"'pai.key', ...): rename {', '.join(map(repr, reserved))}"
+            )
+        return value
 
 
 def _make_provider(options: E2BOptions) -> SandboxProvider:

@@ -23,7 +23,6 @@ import base64
 import contextlib
 import hashlib
 import logging
-import math
 import os
 import posixpath
 import shlex
@@ -59,6 +58,7 @@ from e2b.envd.rpc import ahandle_rpc_exception_with_health
 from e2b.envd.utils import authentication_header, timeout_to_ms
 from packaging.version import Version
 from protobuf import Oneof
+from pydantic import ValidationError
 
 from pai.sandbox.provider import (
     DirEntry,
@@ -80,6 +80,7 @@ from pai.sandbox.provider import (
     SandboxVanishedError,
 )
 from pai.sandbox_e2b._errors import E2BApiKeyMissingError, E2BError, E2BUnreachableError
+from pai.sandbox_e2b._plugin import E2BOptions
 
 _log = logging.getLogger("pai.sandbox_e2b")
 
@@ -95,9 +96,6 @@ META_VERSION = "pai.provider-version"
 
 #: The environment variable marking every process a command starts (for the timeout kill).
 RUN_MARKER = "PAI_RUN"
-
-#: The longest sandbox life E2B allows (seconds).
-MAX_TIMEOUT = 86_400
 
 _TIMEOUT_EXIT = 124
 _SERVER_GRACE = 5.0  # envd's own deadline: the timeout plus this
@@ -116,28 +114,23 @@ def _version() -> str:
 PROVIDER_VERSION = _version()
 
 
-def _check_text(option: str, value: object, what: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise SandboxInputError(f"{option} must be {what}, got {value!r}")
-
-
-def _check_url(option: str, value: object) -> None:
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        raise SandboxInputError(
-            f"{option} must be an http:// or https:// URL (e.g. the emulator's url), got {value!r}"
+def _checked_options(**values: object) -> E2BOptions:
+    """The constructor's arguments checked by the model of ``[capabilities.sandbox.e2b]``: a
+    bad value is one :class:`~pai.sandbox.SandboxInputError` naming every offending option."""
+    for name in ("metadata", "env"):
+        value = values[name]
+        if value is None or isinstance(value, Mapping):
+            values[name] = dict(cast("Mapping[object, object]", value or {}))
+    try:
+        return E2BOptions.model_validate(values)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"option {'.'.join(str(part) for part in item['loc'])}: "
+            f"{str(item['msg']).removeprefix('Value error, ')}, got {item['input']!r} "
+            f"({E2BOptions.model_fields[str(item['loc'][0])].description})"
+            for item in error.errors()
         )
-
-
-def _check_strings(option: str, value: object) -> None:
-    if value is None:
-        return
-    if not isinstance(value, Mapping):
-        raise SandboxInputError(f"{option} must be a mapping of str to str, got {value!r}")
-    for name, item in cast("Mapping[object, object]", value).items():
-        if not isinstance(name, str) or not isinstance(item, str):
-            raise SandboxInputError(
-                f"{option} must map str to str; {name!r}: {item!r} is not (quote the value)"
-            )
+        raise SandboxInputError(f"E2BSandboxProvider: {problems}") from None
 
 
 def _on_this_machine(url: str) -> bool:
@@ -712,6 +705,9 @@ class E2BSandboxProvider:
     is set in every sandbox. ``allow_internet_access`` is ``False`` by default: commands cannot
     reach the internet. ``user`` is the sandbox user commands and files use. ``request_timeout``
     bounds every API and envd request, so an unreachable API is an error within that time.
+    Every argument is checked by :class:`~pai.sandbox_e2b.E2BOptions` (the model of
+    ``[capabilities.sandbox.e2b]``): a bad one raises :class:`~pai.sandbox.SandboxInputError`
+    naming the option.
 
     The SDK is asyncio-only, so is this provider.
 
@@ -737,58 +733,33 @@ class E2BSandboxProvider:
         user: str = "user",
         request_timeout: float = 30.0,
     ) -> None:
-        _check_text("template", template, "an E2B template name or id, e.g. 'base'")
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int)  # pyright: ignore[reportUnnecessaryIsInstance]
-            or not 0 < timeout <= MAX_TIMEOUT
-        ):
-            raise SandboxInputError(
-                f"timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT} (E2B's "
-                f"longest sandbox life, 24 h), got {timeout!r}"
-            )
-        if (
-            isinstance(request_timeout, bool)
-            or not isinstance(request_timeout, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]
-            or not math.isfinite(request_timeout)
-            or request_timeout <= 0
-        ):
-            raise SandboxInputError(
-                f"request_timeout must be a positive number of seconds, got {request_timeout!r}"
-            )
-        _check_text("namespace", namespace, "a name for this application's sandboxes")
-        _check_text("user", user, "a user of the sandbox, e.g. 'user' or 'root'")
-        if not isinstance(allow_internet_access, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise SandboxInputError(
-                f"allow_internet_access must be True or False, got {allow_internet_access!r}"
-            )
-        if api_key is not None:
-            _check_text("api_key", api_key, "an E2B API key (or leave it out to use E2B_API_KEY)")
-        if domain is not None:
-            _check_text("domain", domain, "a domain such as 'e2b.app'")
-        for option, url in (("api_url", api_url), ("sandbox_url", sandbox_url)):
-            if url is not None:
-                _check_url(option, url)
-        _check_strings("metadata", metadata)
-        _check_strings("env", env)
-        reserved = sorted(k for k in metadata or {} if k.startswith("pai."))
-        if reserved:
-            raise SandboxInputError(
-                f"metadata keys starting with 'pai.' are the provider's own (it sets "
-                f"{META_NAMESPACE!r}, {META_KEY!r}, ...): rename {', '.join(map(repr, reserved))}"
-            )
-        key = api_key or os.environ.get("E2B_API_KEY")
+        checked = _checked_options(
+            template=template,
+            timeout=timeout,
+            api_key=api_key,
+            domain=domain,
+            api_url=api_url,
+            sandbox_url=sandbox_url,
+            metadata=metadata,
+            namespace=namespace,
+            env=env,
+            allow_internet_access=allow_internet_access,
+            user=user,
+            request_timeout=request_timeout,
+        )
+        key = checked.api_key or os.environ.get("E2B_API_KEY")
         if not key:
             raise E2BApiKeyMissingError(
                 "no E2B API key: set the E2B_API_KEY environment variable (or pass api_key=...); "
                 "get a key at https://e2b.dev/dashboard?tab=keys, or point api_url/sandbox_url "
                 "at pai.sandbox_e2b.testing.E2BEmulator (which prints its key) for offline tests"
             )
-        self.template: str = template
-        self.timeout: int = timeout
+        domain, sandbox_url = checked.domain, checked.sandbox_url
+        self.template: str = checked.template
+        self.timeout: int = checked.timeout
         self.domain: str | None = domain
         self.api_url: str = (
-            api_url
+            checked.api_url
             or os.environ.get("E2B_API_URL")
             or f"https://api.{domain or os.environ.get('E2B_DOMAIN') or 'e2b.app'}"
         )
@@ -801,12 +772,12 @@ class E2BSandboxProvider:
                 "not set, so commands and files would go to E2B's cloud; set sandbox_url (or "
                 "E2B_SANDBOX_URL) too, e.g. to the same URL for E2BEmulator"
             )
-        self.metadata: dict[str, str] = dict(metadata or {})
-        self.namespace: str = namespace
-        self.env: dict[str, str] = dict(env or {})
-        self.allow_internet_access: bool = allow_internet_access
-        self.user: str = user
-        self.request_timeout: float = float(request_timeout)
+        self.metadata: dict[str, str] = checked.metadata
+        self.namespace: str = checked.namespace
+        self.env: dict[str, str] = checked.env
+        self.allow_internet_access: bool = checked.allow_internet_access
+        self.user: str = checked.user
+        self.request_timeout: float = float(checked.request_timeout)
         options: dict[str, Any] = {
             "api_key": key,
             "api_url": self.api_url,
