@@ -189,6 +189,29 @@ def _explanation(error: BaseException) -> str:
     return scrub(str(getattr(error, "explanation", None) or error))
 
 
+def _response_message(response: Any) -> str:
+    """The engine's error message in a raw HTTP response (host paths removed)."""
+    try:
+        message = str(cast("dict[str, Any]", response.json()).get("message") or "")
+    except Exception:
+        message = str(response.reason or "")
+    return scrub(message)
+
+
+def _container_state(
+    status: int | None, message: str, container: str, what: str
+) -> Exception | None:
+    """The error for an engine answer saying the container is gone, paused or stopped."""
+    lowered = message.lower()
+    if status == 404 and "no such container" in lowered:
+        return SandboxVanishedError(f"the Docker container {container[:12]} is gone ({what})")
+    if status == 409 and "is paused" in lowered:
+        return ContainerPaused(container)
+    if status == 409 and ("not running" in lowered or "restarting" in lowered):
+        return ContainerStopped(container)
+    return None
+
+
 class Engine:
     """A lazily connected Docker client (``docker_host`` or the environment's, DOCKER_HOST)."""
 
@@ -241,13 +264,9 @@ class Engine:
 
     def _translate(self, error: BaseException, container: str, what: str) -> Exception:
         """The exception to raise for an SDK error of ``what`` on ``container``."""
-        text = _explanation(error).lower()
-        if isinstance(error, self._errors.NotFound) and "no such container" in text:
-            return SandboxVanishedError(f"the Docker container {container[:12]} is gone ({what})")
-        if self._status(error) == 409 and "is paused" in text:
-            return ContainerPaused(container)
-        if self._status(error) == 409 and ("is not running" in text or "restarting" in text):
-            return ContainerStopped(container)
+        state = _container_state(self._status(error), _explanation(error), container, what)
+        if state is not None:
+            return state
         if isinstance(error, self._errors.APIError):
             return SandboxProviderError(f"Docker {what} failed: {_explanation(error)}")
         return SandboxProviderError(
@@ -482,10 +501,7 @@ class Engine:
                 return stat, b"".join(chunks)
 
     def _archive_error(self, response: Any, container: str, path: str) -> None:
-        try:
-            message = str(cast("dict[str, Any]", response.json()).get("message") or "")
-        except Exception:
-            message = str(response.reason or "")
+        message = _response_message(response)
         lowered = message.lower()
         if response.status_code == 404 and "no such container" in lowered:
             raise SandboxVanishedError(f"the Docker container {container[:12]} is gone (read)")
@@ -495,9 +511,7 @@ class Engine:
             raise PathNotADirectory(path)
         if "too many links" in lowered:
             raise LinkLoop(path)
-        raise SandboxProviderError(
-            f"Docker get_archive failed ({response.status_code}): {scrub(message)}"
-        )
+        raise SandboxProviderError(f"Docker get_archive failed ({response.status_code}): {message}")
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -606,20 +620,11 @@ class Engine:
         return cast("Any", reader), _read_buffered, response
 
     def _start_error(self, response: Any, container: str) -> None:
-        try:
-            message = str(cast("dict[str, Any]", response.json()).get("message") or "")
-        except Exception:
-            message = str(response.reason or "")
-        lowered = message.lower()
-        if response.status_code == 404 and "no such container" in lowered:
-            raise SandboxVanishedError(f"the Docker container {container[:12]} is gone (exec)")
-        if response.status_code == 409 and "is paused" in lowered:
-            raise ContainerPaused(container)
-        if response.status_code == 409 and ("not running" in lowered or "restarting" in lowered):
-            raise ContainerStopped(container)
-        raise SandboxProviderError(
-            f"Docker exec start failed ({response.status_code}): {scrub(message)}"
-        )
+        message = _response_message(response)
+        state = _container_state(response.status_code, message, container, "exec")
+        if state is not None:
+            raise state
+        raise SandboxProviderError(f"Docker exec start failed ({response.status_code}): {message}")
 
     def exec_simple(
         self, container: str, command: Sequence[str], env: Mapping[str, str] | None = None
