@@ -3,11 +3,11 @@
 A TEST DOUBLE, NOT ISOLATION. Each sandbox is a temporary folder on this machine (its root);
 commands run as ordinary processes of the user running the emulator, chrooted into that folder
 inside a fresh user, mount, PID and (unless the sandbox allows internet access) network
-namespace (Linux ``unshare``), with the host's ``/usr``,
-``/bin``, ``/lib*``, ``/etc`` and ``/opt`` bound read-only (where the host lets them be) and
-``/dev`` bound as it is. That makes ``/workspace``, ``/tmp`` and ``/home/user`` the sandbox's own
-and lets a timeout kill everything a command started, but it protects the host from nothing a
-hostile command could do: never point it at untrusted code.
+namespace (Linux ``unshare``), with the host's ``/usr``, ``/bin``, ``/lib*``, ``/etc`` and
+``/opt`` bound read-only (where the host lets them be), ``/dev`` bound as it is, and each
+process's address space bounded to 512 MiB. That makes ``/workspace``, ``/tmp`` and
+``/home/user`` the sandbox's own and lets a timeout kill everything a command started, but it
+protects the host from nothing a hostile command could do: never point it at untrusted code.
 
 Served on one port (``url``), used both as ``api_url`` and as ``sandbox_url``:
 
@@ -59,10 +59,14 @@ ENVD_VERSION = "0.5.7"
 
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt")
 
+#: The address space each process of a sandbox may take (KiB): the 512 MB of memory an E2B
+#: sandbox reports, so a command that tries to hold more fails instead of the host paying for it.
+_MEMORY_LIMIT_KIB = 512 * 1024
+
 # Runs inside the new namespaces: $1 the sandbox root, $2 the working directory inside it, then
 # the program and its arguments. Binds the host's userland read-only (best effort), gives the
-# sandbox its own /proc (of its PID namespace) and chroots.
-_SETUP = r"""
+# sandbox its own /proc (of its PID namespace), bounds each process's memory and chroots.
+_SETUP = rf"""
 r=$1; w=$2; shift 2
 for d in usr bin sbin lib lib32 lib64 libx32 etc opt; do
   if [ -d "/$d" ] && [ ! -L "/$d" ] && [ -d "$r/$d" ] && [ ! -L "$r/$d" ]; then
@@ -71,6 +75,7 @@ for d in usr bin sbin lib lib32 lib64 libx32 etc opt; do
 done
 mount --rbind /dev "$r/dev" || exit 126
 mount -t proc proc "$r/proc" || exit 126
+ulimit -v {_MEMORY_LIMIT_KIB} || exit 126
 exec chroot "$r" /bin/sh -c 'cd -- "$1" || exit 1; shift; exec "$@"' sh "$w" "$@"
 """
 
