@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator, e2b_emulator
 
 __all__ = ["e2b_emulator"]
@@ -31,3 +32,14 @@ def namespace() -> str:
 def emulator(e2b_emulator: E2BEmulator) -> E2BEmulator:
     """The session's E2B emulator."""
     return e2b_emulator
+
+
+@pytest.fixture
+def provider(emulator: E2BEmulator, namespace: str) -> E2BSandboxProvider:
+    """A provider on the emulator, in the test's namespace."""
+    return E2BSandboxProvider(
+        api_key=emulator.api_key,
+        api_url=emulator.url,
+        sandbox_url=emulator.url,
+        namespace=namespace,
+    )

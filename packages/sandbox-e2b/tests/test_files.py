@@ -18,19 +18,12 @@ from pai.sandbox.provider import (
     SandboxFileNotFoundError,
 )
 from pai.sandbox_e2b import E2BSandboxProvider
-from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def sandbox(emulator: E2BEmulator, namespace: str) -> AsyncIterator[Sandbox]:
-    provider = E2BSandboxProvider(
-        api_key=emulator.api_key,
-        api_url=emulator.url,
-        sandbox_url=emulator.url,
-        namespace=namespace,
-    )
+async def sandbox(provider: E2BSandboxProvider) -> AsyncIterator[Sandbox]:
     key = uuid.uuid4().hex
     yield create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
     await provider.destroy(key)

@@ -44,12 +44,6 @@ def sandbox_on(provider: E2BSandboxProvider, key: str, *seed: SeedFile) -> Sandb
 
 
 @pytest.fixture
-def provider(emulator: E2BEmulator, namespace: str) -> E2BSandboxProvider:
-    """A provider on the emulator, in the test's namespace."""
-    return provider_for(emulator, namespace)
-
-
-@pytest.fixture
 async def key(provider: E2BSandboxProvider) -> AsyncIterator[str]:
     """A fresh instance key; its sandboxes in the test's namespace are destroyed after the test."""
     key = uuid.uuid4().hex

@@ -59,14 +59,8 @@ async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
 
 
 async def test_a_timed_out_command_leaves_no_process_behind(
-    emulator: E2BEmulator, namespace: str
+    provider: E2BSandboxProvider,
 ) -> None:
-    provider = E2BSandboxProvider(
-        api_key=emulator.api_key,
-        api_url=emulator.url,
-        sandbox_url=emulator.url,
-        namespace=namespace,
-    )
     key = uuid.uuid4().hex
     sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
     n = unique_sleep()
