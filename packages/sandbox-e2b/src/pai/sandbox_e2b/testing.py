@@ -4,8 +4,8 @@
 127.0.0.1, so the real ``e2b`` SDK, and the ``e2b`` sandbox provider, run against it with no
 network and no account. It is a TEST DOUBLE, NOT ISOLATION: commands run as ordinary processes of
 the user running the tests (chrooted into a temporary folder, in their own user, mount, PID and,
-unless internet access is allowed, network namespaces, which Linux must allow). Never run
-untrusted code in it. Needs the ``testing`` extra (``pip install 'pai-sandbox-e2b[testing]'``)
+unless internet access is allowed, network namespaces, which Linux must allow; each process
+bounded to 512 MiB of address space). Never run untrusted code in it. Needs the ``testing`` extra (``pip install 'pai-sandbox-e2b[testing]'``)
 and pytest (this module defines the fixture).
 
 Example (a ``conftest.py``)::
