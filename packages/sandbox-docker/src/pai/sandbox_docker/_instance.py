@@ -130,11 +130,17 @@ def _entry_type(kind: str) -> EntryType:
     return "other"
 
 
-def dir_entry(name: str, mode: int, uid: int, gid: int) -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.type = tarfile.DIRTYPE
+def archive_entry(
+    path: str, mode: int, ids: tuple[int, int], size: int | None = None
+) -> tarfile.TarInfo:
+    """The tar entry of ``path`` owned by ``ids``: a folder, or a file of ``size`` bytes."""
+    info = tarfile.TarInfo(path.lstrip("/"))
+    if size is None:
+        info.type = tarfile.DIRTYPE
+    else:
+        info.size = size
     info.mode = mode
-    info.uid, info.gid = uid, gid
+    info.uid, info.gid = ids
     info.mtime = int(time.time())
     return info
 
@@ -355,13 +361,10 @@ class DockerSandboxInstance:
                 {**env, RUN_MARKER: marker},
             )
             if stdin is not None:
-                uid, gid = self._ids_sync()
+                entry = archive_entry(stdin_path, 0o600, self._ids_sync(), len(stdin))
                 buffer = io.BytesIO()
                 with tarfile.open(fileobj=buffer, mode="w") as archive:
-                    info = tarfile.TarInfo(stdin_path.lstrip("/"))
-                    info.size, info.mode, info.uid, info.gid = len(stdin), 0o600, uid, gid
-                    info.mtime = int(time.time())
-                    archive.addfile(info, io.BytesIO(stdin))
+                    archive.addfile(entry, io.BytesIO(stdin))
                 self._engine.put_archive(self._id, "/", buffer.getvalue())
             self._engine.exec_stream(self._id, exec_id, holder, on_frame)
             return self._engine.exec_exit_code(self._id, exec_id)
@@ -612,7 +615,7 @@ class DockerSandboxInstance:
             )
 
     def _write_archive_sync(self, files: list[FileWrite]) -> None:
-        uid, gid = self._ids_sync()
+        ids = self._ids_sync()
         workdir = self._provider.workdir.rstrip("/")
         # Every entry is checked before any is written: a write never replaces a folder (archive
         # extraction would delete it) and follows links inside the container as open() would.
@@ -636,7 +639,6 @@ class DockerSandboxInstance:
             made.update(folders)
             written.add(resolved)
             plan.append((file, resolved, folders))
-        now = int(time.time())
         buffer = io.BytesIO()
         added: set[str] = set()
         with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
@@ -648,12 +650,8 @@ class DockerSandboxInstance:
                     if folder in added or not folder.startswith(workdir + "/"):
                         continue
                     added.add(folder)
-                    archive.addfile(dir_entry(folder.lstrip("/"), 0o755, uid, gid))
-                info = tarfile.TarInfo(resolved.lstrip("/"))
-                info.size = len(file.content)
-                info.mode = file.mode & 0o7777
-                info.uid, info.gid = uid, gid
-                info.mtime = now
+                    archive.addfile(archive_entry(folder, 0o755, ids))
+                info = archive_entry(resolved, file.mode & 0o7777, ids, len(file.content))
                 archive.addfile(info, io.BytesIO(file.content))
         self._engine.put_archive(self._id, "/", buffer.getvalue())
 

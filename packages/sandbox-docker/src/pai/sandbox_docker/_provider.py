@@ -44,7 +44,7 @@ from pai.sandbox_docker._engine import (
     ImageMissing,
     NameConflict,
 )
-from pai.sandbox_docker._instance import DockerSandboxInstance, dir_entry, query_ids
+from pai.sandbox_docker._instance import DockerSandboxInstance, archive_entry, query_ids
 from pai.sandbox_docker._labels import (
     LABEL_GID,
     LABEL_KEY_HASH,
@@ -333,7 +333,7 @@ class DockerSandboxProvider:
     def _make_workspace_sync(self, container_id: str, ids: tuple[int, int]) -> None:
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            archive.addfile(dir_entry(self.workdir.lstrip("/"), 0o755, *ids))
+            archive.addfile(archive_entry(self.workdir, 0o755, ids))
         self.engine.put_archive(container_id, "/", buffer.getvalue())
 
     async def create(self, key: str) -> SandboxInstance:
