@@ -19,6 +19,7 @@ provider from asyncio code (the SDK's own tasks and timers need an asyncio loop)
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import hashlib
@@ -26,6 +27,8 @@ import logging
 import os
 import posixpath
 import shlex
+import threading
+import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -100,6 +103,35 @@ RUN_MARKER = "PAI_RUN"
 _TIMEOUT_EXIT = 124
 _SERVER_GRACE = 5.0  # envd's own deadline: the timeout plus this
 _STDIN_CHUNK = 1024 * 1024
+
+
+#: How long the interpreter waits at exit for the SDK's I/O threads (see ``_settle_sdk_threads``).
+SDK_EXIT_GRACE_SECONDS = 0.05
+
+_exit_grace_registered = threading.Lock()
+_exit_grace_done = False
+
+
+def _settle_sdk_threads() -> None:
+    """Give the SDK's HTTP I/O threads a moment before the interpreter finalizes.
+
+    The ``e2b`` SDK does its HTTP through ``pyqwest``, whose Rust I/O threads hand each result to
+    the event loop from outside Python. One of them can still be inside that hand-over (having
+    released the GIL to wake the loop) when the program's last ``await`` returns; if the
+    interpreter has started finalizing by the time it takes the GIL back, CPython ends that thread
+    and the process aborts with SIGABRT after a successful run. Sleeping here, in an ``atexit``
+    hook (before finalization begins), releases the GIL so such a thread finishes first.
+    """
+    time.sleep(SDK_EXIT_GRACE_SECONDS)
+
+
+def _register_exit_grace() -> None:
+    """Register ``_settle_sdk_threads`` once per process, when a provider is first built."""
+    global _exit_grace_done
+    with _exit_grace_registered:
+        if not _exit_grace_done:
+            atexit.register(_settle_sdk_threads)
+            _exit_grace_done = True
 
 
 def _version() -> str:
@@ -754,6 +786,7 @@ class E2BSandboxProvider:
                 "get a key at https://e2b.dev/dashboard?tab=keys, or point api_url/sandbox_url "
                 "at pai.sandbox_e2b.testing.E2BEmulator (which prints its key) for offline tests"
             )
+        _register_exit_grace()
         domain, sandbox_url = checked.domain, checked.sandbox_url
         self.template: str = checked.template
         self.timeout: int = checked.timeout
