@@ -53,7 +53,8 @@ async def bench(backend: str) -> None:
             instructions=INSTRUCTIONS, messages=[UserMessage(content=PROMPT)], tools=[], step=1
         )
 
-        async def raw_call() -> float:
+        async def raw_stream() -> tuple[float, float]:
+            """Seconds to the first content chunk and to the end of one raw SDK stream."""
             start = time.perf_counter()
             stream = await raw.chat.completions.create(
                 model="bench-model",
@@ -61,23 +62,11 @@ async def bench(backend: str) -> None:
                 stream=True,
                 stream_options={"include_usage": True},
             )
-            async for _ in stream:
-                pass
-            return time.perf_counter() - start
-
-        async def raw_first_token() -> float:
-            start = time.perf_counter()
-            stream = await raw.chat.completions.create(
-                model="bench-model",
-                messages=messages,
-                stream=True,
-                stream_options={"include_usage": True},
-            )
-            elapsed = 0.0
+            first = 0.0
             async for chunk in stream:
-                if not elapsed and chunk.choices and chunk.choices[0].delta.content:
-                    elapsed = time.perf_counter() - start
-            return elapsed
+                if not first and chunk.choices and chunk.choices[0].delta.content:
+                    first = time.perf_counter() - start
+            return first, time.perf_counter() - start
 
         async def model_first_token() -> float:
             start = time.perf_counter()
@@ -114,9 +103,9 @@ async def bench(backend: str) -> None:
             }
             for round_ in range(ROUNDS + WARMUP):
                 timings = (
-                    await raw_call(),
+                    (await raw_stream())[1],
                     await runtime_step(),
-                    await raw_first_token(),
+                    (await raw_stream())[0],
                     await model_first_token(),
                     await stream_first_token(),
                 )

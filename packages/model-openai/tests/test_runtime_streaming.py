@@ -77,11 +77,12 @@ async def run(model: OpenAIModel, *, stream: bool) -> tuple[list[RunEvent], list
         agent=coder, model=model, capabilities={"sandbox": sandbox_capability(provider=provider)}
     ) as runtime:
         thread = await runtime.admin(identity=None).create_thread(thread_id="t")
+        seen: list[RunEvent]
         if stream:
             seen = [event async for event in thread.stream("Say hi.")]
         else:
             seen = [RunFinished(await thread.send("Say hi."))]
-        messages = list(await thread.messages())
+        messages: list[object] = list(await thread.messages())
     await provider.aclose()
     return seen, messages
 

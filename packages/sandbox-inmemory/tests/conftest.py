@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
+from just_bash import ExecutionLimits
 
-from pai.sandbox_inmemory import InMemorySandboxProvider, create_in_memory_sandbox_provider
+from pai.sandbox_inmemory import (
+    DEFAULT_MEMORY_BUDGET,
+    InMemorySandboxInstance,
+    InMemorySandboxProvider,
+    create_in_memory_sandbox_provider,
+)
+
+MakeProvider = Callable[..., InMemorySandboxProvider]
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -16,10 +24,38 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def provider() -> AsyncIterator[InMemorySandboxProvider]:
-    """A fresh provider, closed (its worker processes stopped) after the test."""
-    created = create_in_memory_sandbox_provider()
+async def make_provider() -> AsyncIterator[MakeProvider]:
+    """Providers with the options a test gives, each closed (its worker processes stopped)
+    after the test."""
+    created: list[InMemorySandboxProvider] = []
+
+    def make(
+        *, limits: ExecutionLimits | None = None, memory_budget: int = DEFAULT_MEMORY_BUDGET
+    ) -> InMemorySandboxProvider:
+        provider = create_in_memory_sandbox_provider(limits=limits, memory_budget=memory_budget)
+        created.append(provider)
+        return provider
+
     try:
-        yield created
+        yield make
     finally:
-        await created.aclose()
+        for provider in created:
+            await provider.aclose()
+
+
+@pytest.fixture
+async def provider(make_provider: MakeProvider) -> InMemorySandboxProvider:
+    """A fresh provider with the default options, closed after the test."""
+    return make_provider()
+
+
+@pytest.fixture
+async def instance(provider: InMemorySandboxProvider) -> InMemorySandboxInstance:
+    """An instance of ``provider`` whose worker is already running (so that timings measure
+    commands only)."""
+    created = await provider.create("k")
+    warm = await created.run(
+        "true", cwd="/workspace", env={}, stdin=None, timeout=30, output_limit=1024
+    )
+    assert warm.exit_code == 0
+    return created

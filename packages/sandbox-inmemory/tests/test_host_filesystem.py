@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -18,11 +19,13 @@ from pai.sandbox import FileWrite, RawCommandResult
 from pai.sandbox_inmemory import (
     InMemorySandboxInstance,
     InMemorySandboxProvider,
-    create_in_memory_sandbox_provider,
 )
 from pai.sandbox_inmemory._hostfs import PATH_MAX, HostFs, drive
 
 pytestmark = pytest.mark.anyio
+
+MakeProvider = Callable[..., InMemorySandboxProvider]
+"""The ``make_provider`` fixture (conftest): providers with options, closed after the test."""
 
 MiB = 1024 * 1024
 
@@ -33,11 +36,6 @@ async def run(
     return await instance.run(
         command, cwd="/workspace", env={}, stdin=None, timeout=timeout, output_limit=4 * MiB
     )
-
-
-@pytest.fixture
-async def instance(provider: InMemorySandboxProvider) -> InMemorySandboxInstance:
-    return await provider.create("k")
 
 
 async def test_copying_a_folder_into_itself_fails_and_leaves_it_unchanged(
@@ -162,25 +160,23 @@ async def test_a_folder_whose_listing_is_over_four_mib_lists_in_full(
     assert (result.exit_code, result.stdout.split()) == (0, [b"110000", b"110000"]), result.stderr
 
 
-async def test_a_write_the_budget_has_no_room_for_is_refused_without_the_host_holding_it() -> None:
-    provider = create_in_memory_sandbox_provider(memory_budget=64 * MiB)
+async def test_a_write_the_budget_has_no_room_for_is_refused_without_the_host_holding_it(
+    make_provider: MakeProvider,
+) -> None:
+    instance = await make_provider(memory_budget=64 * MiB).create("k")
+    await instance.write_files([FileWrite(f"/workspace/f{i}", b"x" * 20 * MiB) for i in (1, 2)])
+    assert (await run(instance, "true")).exit_code == 0
+    tracemalloc.start()
     try:
-        instance = await provider.create("k")
-        await instance.write_files([FileWrite(f"/workspace/f{i}", b"x" * 20 * MiB) for i in (1, 2)])
-        assert (await run(instance, "true")).exit_code == 0
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
-            result = await run(instance, "printf '%*s' 30000000 x > big; echo $?")
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        assert b"memory_budget" in result.stderr
-        assert not await instance.exists("/workspace/big")
-        # None of the 30 MB the shell tried to write (its capped output is held, 4 MiB).
-        assert peak - before < 16 * MiB
+        before = tracemalloc.get_traced_memory()[0]
+        result = await run(instance, "printf '%*s' 30000000 x > big; echo $?")
+        peak = tracemalloc.get_traced_memory()[1]
     finally:
-        await provider.aclose()
+        tracemalloc.stop()
+    assert b"memory_budget" in result.stderr
+    assert not await instance.exists("/workspace/big")
+    # None of the 30 MB the shell tried to write (its capped output is held, 4 MiB).
+    assert peak - before < 16 * MiB
 
 
 async def test_reading_a_large_file_holds_it_once_in_the_host(
@@ -205,7 +201,7 @@ async def test_the_event_loop_never_waits_for_an_instance_busy_with_a_large_requ
     # A command's large request (a copy of a big tree) holds the instance's lock in a thread;
     # file calls and commands then wait in a thread too, never on the event loop.
     assert (await run(instance, "true")).exit_code == 0
-    lock = instance._state.lock  # pyright: ignore[reportPrivateUsage]
+    lock = instance._state.lock
     released = threading.Event()
     lock.acquire()
     ticks = 0

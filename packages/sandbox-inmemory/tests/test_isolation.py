@@ -11,7 +11,7 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -24,10 +24,12 @@ from pai.sandbox_inmemory import (
     InMemorySandboxInstance,
     InMemorySandboxProvider,
     SandboxMemoryBudgetError,
-    create_in_memory_sandbox_provider,
 )
 
 pytestmark = pytest.mark.anyio
+
+MakeProvider = Callable[..., InMemorySandboxProvider]
+"""The ``make_provider`` fixture (conftest): providers with options, closed after the test."""
 
 MiB = 1024 * 1024
 SECRET = "hunter2-host-secret"
@@ -47,14 +49,6 @@ async def run(
     return await instance.run(
         command, cwd="/workspace", env={}, stdin=stdin, timeout=timeout, output_limit=4 * MiB
     )
-
-
-@pytest.fixture
-async def instance(provider: InMemorySandboxProvider) -> InMemorySandboxInstance:
-    """An instance whose worker is already running (so timings measure commands only)."""
-    created = await provider.create("k")
-    assert (await run(created, "true")).exit_code == 0
-    return created
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
@@ -447,12 +441,8 @@ def _rss() -> int:
 
 
 @pytest.fixture
-async def small_provider() -> AsyncIterator[InMemorySandboxProvider]:
-    created = create_in_memory_sandbox_provider(memory_budget=16 * MiB)
-    try:
-        yield created
-    finally:
-        await created.aclose()
+def small_provider(make_provider: MakeProvider) -> InMemorySandboxProvider:
+    return make_provider(memory_budget=16 * MiB)
 
 
 async def test_string_doubling_past_the_budget_fails_and_the_host_stays_small(

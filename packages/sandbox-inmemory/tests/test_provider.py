@@ -46,6 +46,9 @@ from pai.sandbox_inmemory import (
 
 pytestmark = pytest.mark.anyio
 
+MakeProvider = Callable[..., InMemorySandboxProvider]
+"""The ``make_provider`` fixture (conftest): providers with options, closed after the test."""
+
 MiB = 1024 * 1024
 READ_LIMIT = 64 * MiB
 
@@ -276,23 +279,20 @@ async def test_invalid_timeouts_are_refused(
         await run(instance, "echo hi", timeout=timeout)
 
 
-async def test_timeout_lands_in_a_loop_without_sleep(provider: InMemorySandboxProvider) -> None:
+async def test_timeout_lands_in_a_loop_without_sleep(make_provider: MakeProvider) -> None:
     # No asyncio.sleep in the script: the provider's checkpoints (each command, each file write)
     # are what let the timeout land.
-    limited = create_in_memory_sandbox_provider(
+    limited = make_provider(
         limits=ExecutionLimits(max_loop_iterations=10_000_000, max_command_count=10_000_000)
     )
-    try:
-        instance = await limited.create("k")
-        started = time.perf_counter()
-        result = await run(instance, "while true; do echo x >> tick; done", timeout=0.2)
-        assert result.timed_out
-        assert time.perf_counter() - started < 3
-        size = await file_size(instance, "/workspace/tick")
-        await anyio.sleep(0.2)
-        assert await file_size(instance, "/workspace/tick") == size
-    finally:
-        await limited.aclose()
+    instance = await limited.create("k")
+    started = time.perf_counter()
+    result = await run(instance, "while true; do echo x >> tick; done", timeout=0.2)
+    assert result.timed_out
+    assert time.perf_counter() - started < 3
+    size = await file_size(instance, "/workspace/tick")
+    await anyio.sleep(0.2)
+    assert await file_size(instance, "/workspace/tick") == size
 
 
 async def test_timeout_utility_inside_the_sandbox_works_on_any_host_loop(
@@ -314,29 +314,25 @@ async def test_cancelling_the_caller_stops_the_command(provider: InMemorySandbox
     assert await file_size(instance, "/workspace/tick") == size
 
 
-async def test_execution_limit_is_a_result_not_an_exception() -> None:
-    limited = create_in_memory_sandbox_provider(limits=ExecutionLimits(max_loop_iterations=50))
-    try:
-        instance = await limited.create("k")
-        result = await run(instance, "while true; do :; done")
-        assert result.exit_code == EXIT_INTERPRETER_ERROR
-        assert b"too many iterations" in result.stderr
-        assert not result.timed_out
-        assert limited.limits.max_loop_iterations == 50
-    finally:
-        await limited.aclose()
+async def test_execution_limit_is_a_result_not_an_exception(make_provider: MakeProvider) -> None:
+    limited = make_provider(limits=ExecutionLimits(max_loop_iterations=50))
+    instance = await limited.create("k")
+    result = await run(instance, "while true; do :; done")
+    assert result.exit_code == EXIT_INTERPRETER_ERROR
+    assert b"too many iterations" in result.stderr
+    assert not result.timed_out
+    assert limited.limits.max_loop_iterations == 50
 
 
-async def test_an_awk_loop_past_its_limit_is_a_result_not_silence() -> None:
-    limited = create_in_memory_sandbox_provider(limits=ExecutionLimits(max_awk_iterations=100))
-    try:
-        instance = await limited.create("k")
-        result = await run(instance, "awk 'BEGIN { for (i = 0; i < 1000; i++) n++; print n }'")
-        assert result.exit_code == EXIT_INTERPRETER_ERROR
-        assert b"max_awk_iterations" in result.stderr
-        assert (await run(instance, "echo still fine")).stdout == b"still fine\n"
-    finally:
-        await limited.aclose()
+async def test_an_awk_loop_past_its_limit_is_a_result_not_silence(
+    make_provider: MakeProvider,
+) -> None:
+    limited = make_provider(limits=ExecutionLimits(max_awk_iterations=100))
+    instance = await limited.create("k")
+    result = await run(instance, "awk 'BEGIN { for (i = 0; i < 1000; i++) n++; print n }'")
+    assert result.exit_code == EXIT_INTERPRETER_ERROR
+    assert b"max_awk_iterations" in result.stderr
+    assert (await run(instance, "echo still fine")).stdout == b"still fine\n"
 
 
 @pytest.mark.parametrize(
@@ -357,15 +353,14 @@ async def test_awk_loops_run_in_every_form(
     assert (result.exit_code, result.stdout) == (0, expected), result.stderr
 
 
-async def test_an_awk_loop_with_an_empty_body_runs_to_its_limit_not_silence() -> None:
-    limited = create_in_memory_sandbox_provider(limits=ExecutionLimits(max_awk_iterations=100))
-    try:
-        instance = await limited.create("k")
-        result = await run(instance, "awk 'BEGIN { while (1) {} }'")
-        assert result.exit_code == EXIT_INTERPRETER_ERROR
-        assert b"max_awk_iterations" in result.stderr
-    finally:
-        await limited.aclose()
+async def test_an_awk_loop_with_an_empty_body_runs_to_its_limit_not_silence(
+    make_provider: MakeProvider,
+) -> None:
+    limited = make_provider(limits=ExecutionLimits(max_awk_iterations=100))
+    instance = await limited.create("k")
+    result = await run(instance, "awk 'BEGIN { while (1) {} }'")
+    assert result.exit_code == EXIT_INTERPRETER_ERROR
+    assert b"max_awk_iterations" in result.stderr
 
 
 async def test_byte_counts_of_non_utf8_content_are_exact(provider: InMemorySandboxProvider) -> None:

@@ -143,13 +143,12 @@ class ChunkReader:
                 f"OpenAI model {self.model!r}: the stream ended before the answer finished "
                 "(no finish reason); the connection was probably cut"
             )
-        yield from self._finish_calls()
         if self.usage is not None:
             yield UsageReported(self.usage)
         yield ResponseFinished(self.finish_reason)
 
     def _finish_calls(self) -> Iterator[ModelEvent]:
-        if self._finished:
+        if self._finished:  # a server that repeats the finish reason finishes each call once
             return
         self._finished = True
         for index in sorted(self._calls):

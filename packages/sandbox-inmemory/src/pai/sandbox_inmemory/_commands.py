@@ -38,7 +38,7 @@ from typing import Any
 from just_bash.commands import create_command_registry
 from just_bash.types import Command, CommandContext, ExecResult
 
-from pai.sandbox_inmemory._shell import BinaryText
+from pai.sandbox_inmemory._shell import BinaryText, decode, names_the_bytes
 
 __all__ = [
     "COMMAND_AUDIT",
@@ -324,7 +324,7 @@ class _GzipToStdout:
             parts.append(gzip.compress(data, compresslevel=level))
         if not files:
             parts.append(gzip.compress(ctx.stdin.encode("utf-8"), compresslevel=level))
-        return _result(BinaryText(b"".join(parts).decode("utf-8", "surrogateescape")))
+        return _result(decode(b"".join(parts)))
 
 
 # -- sqlite3 ----------------------------------------------------------------------------------------
@@ -551,15 +551,12 @@ def _byte_chr(code: int) -> str:
     return chr(code)
 
 
-_BYTE_CODECS = frozenset({"utf8", "latin1", "iso88591", "l1"})
-
-
 class _RawBytes(bytes):
     """Bytes a command turns into output text: decoding them as UTF-8 or Latin-1 (whatever the
     error handler) keeps every byte (``surrogateescape``), so the output is those bytes."""
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        if encoding.replace("-", "").replace("_", "").lower() in _BYTE_CODECS:
+        if names_the_bytes(encoding):
             return BinaryText(bytes.decode(self, "utf-8", "surrogateescape"))
         return bytes.decode(self, encoding, errors)
 

@@ -70,6 +70,13 @@ def encode(text: str, encoding: str = "utf-8") -> bytes:
 _BYTE_CODECS = frozenset({"utf8", "latin1", "iso88591", "l1"})
 
 
+def names_the_bytes(encoding: str) -> bool:
+    """Whether a command that encodes or decodes with ``encoding`` means the bytes themselves
+    (UTF-8, or Latin-1, which commands use for "the bytes"): text that stands for bytes gives
+    those bytes back, and bytes become that text, for either."""
+    return encoding.replace("-", "").replace("_", "").lower() in _BYTE_CODECS
+
+
 class BinaryText(str):
     """Interpreter text that encodes back to the bytes it was decoded from.
 
@@ -81,9 +88,7 @@ class BinaryText(str):
     __slots__ = ()
 
     def encode(self, encoding: str = "utf-8", errors: str = "surrogateescape") -> bytes:
-        if encoding.replace("-", "").replace("_", "").lower() in _BYTE_CODECS:
-            # The text stands for bytes (decoded as UTF-8 with surrogateescape): Latin-1, which
-            # commands use to mean "the bytes", gives those bytes back too.
+        if names_the_bytes(encoding):
             return str.encode(self, "utf-8", "surrogateescape")
         return str.encode(self, encoding, "surrogateescape" if errors == "strict" else errors)
 

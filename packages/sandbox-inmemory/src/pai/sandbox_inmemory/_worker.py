@@ -11,11 +11,10 @@ Before it says it is ready, the worker closes itself off from the host, in this 
    imported on its first use, read-only from the Python installation, which the hook allows);
 2. empties its environment (the host's variables are never visible) and changes to ``/``;
 3. limits itself: address space to its measured size plus the memory budget plus a fixed
-   headroom (``RLIMIT_AS``), no
-   file writes (``RLIMIT_FSIZE=0``), few descriptors (``RLIMIT_NOFILE``), no child processes
-   (``RLIMIT_NPROC=0`` where it applies), no core dumps;
-4. installs an audit hook (:func:`_audit`) that refuses opening any real file except read-only
-   under the Python installation (lazy imports), and refuses processes, sockets, ctypes,
+   headroom (``RLIMIT_AS``), no file writes (``RLIMIT_FSIZE=0``), few descriptors
+   (``RLIMIT_NOFILE``), no child processes (``RLIMIT_NPROC=0`` where it applies), no core dumps;
+4. installs an audit hook (:func:`make_audit_hook`) that refuses opening any real file except
+   read-only under the Python installation (lazy imports), and refuses processes, sockets, ctypes,
    ``sqlite3`` connections other than ``:memory:`` and extension loading, file-system changes,
    temporary files and further limit changes.
 """
@@ -30,7 +29,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 MiB = 1024 * 1024
@@ -121,10 +120,11 @@ def _read_only(mode: object, flags: object) -> bool:
 
 
 def make_audit_hook(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
-    """The worker's audit hook: read-only opens (and folder listings) under ``readable_roots``
-    pass; every other real open, and the events listed above, raise ``HostAccessRefused``."""
+    """The worker's audit hook: the events of ``_REFUSED_EVENTS`` / ``_REFUSED_PREFIXES``, and
+    those of its own table allowed only for some arguments (read-only opens and folder listings
+    under ``readable_roots``, ``:memory:`` databases), raise ``HostAccessRefused``."""
 
-    def _readable(path: object) -> bool:
+    def readable(path: object) -> bool:
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         if not isinstance(path, str):
@@ -132,22 +132,32 @@ def make_audit_hook(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
         real = os.path.realpath(path)
         return any(real == root or real.startswith(root + os.sep) for root in readable_roots)
 
+    def read_only_open(args: tuple[Any, ...]) -> bool:
+        path, mode, flags = (*args, None, None, None)[:3]
+        return _read_only(mode, flags) and readable(path)
+
+    def installation_listing(args: tuple[Any, ...]) -> bool:  # imports list its folders
+        return bool(args) and readable(args[0])
+
+    def memory_database(args: tuple[Any, ...]) -> bool:
+        return not args or args[0] in (":memory:", b":memory:")
+
+    allowed_when: dict[str, Callable[[tuple[Any, ...]], bool]] = {
+        "open": read_only_open,
+        "os.listdir": installation_listing,
+        "os.scandir": installation_listing,
+        "sqlite3.connect": memory_database,
+    }
+
     def _audit(event: str, args: tuple[Any, ...]) -> None:
-        if event == "open":
-            path, mode, flags = (*args, None, None, None)[:3]
-            if _read_only(mode, flags) and _readable(path):
+        allowed = allowed_when.get(event)
+        if allowed is not None:
+            if allowed(args):
                 return
-            raise HostAccessRefused(f"pai-sandbox-inmemory: opening {path!r} is not allowed")
-        if event in ("os.listdir", "os.scandir"):  # imports list the installation's folders
-            if args and _readable(args[0]):
-                return
-            raise HostAccessRefused(f"pai-sandbox-inmemory: {event} is not allowed")
-        if event == "sqlite3.connect":
-            if args and args[0] not in (":memory:", b":memory:"):
-                raise HostAccessRefused("pai-sandbox-inmemory: only :memory: databases")
+        elif event not in _REFUSED_EVENTS and not event.startswith(_REFUSED_PREFIXES):
             return
-        if event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES):
-            raise HostAccessRefused(f"pai-sandbox-inmemory: {event} is not allowed")
+        what = f"({args[0]!r})" if args and isinstance(args[0], str | bytes) else ""
+        raise HostAccessRefused(f"pai-sandbox-inmemory: {event}{what} is not allowed")
 
     return _audit
 
