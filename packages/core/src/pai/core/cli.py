@@ -315,7 +315,7 @@ def _check(config: Any) -> None:
     configured_agent(config)  # before anything is opened: it imports the user's module
     storage = storage_from_config(config, plugins=plugins)
     configured = {
-        cap_id: Requirement(registration.capability, ("pai config --check",))
+        cap_id: Requirement(registration.capability, ())  # configured, not declared
         for cap_id, registration in registrations.items()
         if config.capability(cap_id) is not None
     }

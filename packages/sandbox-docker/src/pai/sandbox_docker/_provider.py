@@ -15,7 +15,6 @@ Hardened defaults (each can be loosened by an argument, see :class:`DockerSandbo
 
 from __future__ import annotations
 
-import difflib
 import io
 import logging
 import posixpath
@@ -29,6 +28,7 @@ import anyio
 import anyio.to_thread
 from pydantic import ValidationError
 
+from pai.core import did_you_mean
 from pai.sandbox.provider import (
     InstanceInfo,
     ProviderFeatures,
@@ -207,8 +207,7 @@ class DockerSandboxProvider:
             return
         runtimes = sorted(cast("dict[str, object]", self.engine.info().get("Runtimes") or {}))
         if self.runtime not in runtimes:
-            close = difflib.get_close_matches(self.runtime, runtimes, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(self.runtime, runtimes)
             raise SandboxProviderError(
                 f"runtime {self.runtime!r} (option runtime) is not registered in this Docker "
                 f"engine, which has {runtimes}; {hint}install it and register it under "

@@ -27,6 +27,7 @@ from pai.core import (
     CapabilitySettings,
     Plugins,
     UserError,
+    did_you_mean,
     get_plugins,
     hookimpl,
     hookspec,
@@ -53,13 +54,6 @@ KNOWN_PROVIDERS: Mapping[str, str] = {
 }
 """Providers this project publishes, and how to install each: the only names an error offers an
 install command for (never ``pip install pai-sandbox-<typo>``)."""
-
-
-def _did_you_mean(value: str, choices: Iterable[str]) -> str:
-    import difflib  # only on error paths
-
-    close = difflib.get_close_matches(value, sorted(set(choices)), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +130,7 @@ def _format_errors(error: ValidationError, section: str, valid: Iterable[str] = 
     def one(problem: Any) -> str:
         loc = ".".join(str(p) for p in problem["loc"])
         if problem["type"] == "extra_forbidden":
-            return f"{section}.{loc}: unknown key; {_did_you_mean(str(problem['loc'][-1]), valid)}".rstrip(
+            return f"{section}.{loc}: unknown key; {did_you_mean(str(problem['loc'][-1]), valid)}".rstrip(
                 "; "
             )
         return f"{section}.{loc}: {problem['msg']}"
@@ -159,7 +153,7 @@ def build_provider(
         advice = f"Install it ({hint}) or choose" if hint else "Choose"
         raise UnknownProviderError(
             f"sandbox provider {name!r} (from {section} provider) is not installed; "
-            f"{_did_you_mean(name, [*providers, *KNOWN_PROVIDERS])}installed providers: "
+            f"{did_you_mean(name, [*providers, *KNOWN_PROVIDERS])}installed providers: "
             f"{_installed(providers)}. {advice} an installed one"
         )
     subsection = f"{section.rstrip(']')}.{name}]"
@@ -248,7 +242,7 @@ def _provider_from_settings(
         raise _with_path(
             ProviderOptionsError(
                 f"{section} has unknown key(s) {unknown}; "
-                f"{_did_you_mean(unknown[0], [*valid, *providers])}valid keys are {valid} and "
+                f"{did_you_mean(unknown[0], [*valid, *providers])}valid keys are {valid} and "
                 f"a sub-table per installed provider ({sorted(providers)})"
             )
         )

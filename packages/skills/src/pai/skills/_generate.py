@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import base64
-import difflib
 import errno
 import json
 import os
@@ -23,6 +22,7 @@ from typing import cast
 
 import yaml
 
+from pai.core import did_you_mean
 from pai.skills._entry import (
     MARKER,
     MAX_COMPATIBILITY,
@@ -380,8 +380,7 @@ def _validate(
 
     for key in values:
         if key not in KNOWN_KEYS:
-            close = difflib.get_close_matches(str(key), KNOWN_KEYS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(str(key), KNOWN_KEYS, before="; ", after="")
             problems.add(
                 file,
                 line_of(str(key)),
