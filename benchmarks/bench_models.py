@@ -1,7 +1,11 @@
 """Model layer overhead against the raw openai SDK. Run:  uv run python benchmarks/bench_models.py
 
 Both sides talk to the same local OpenAI-compatible test server (pai.model_openai.testing), in
-the same run, interleaved, so the server's own cost is in both:
+the same run, interleaved, so the server's own cost is in both. The server runs in a process of its
+own, as a model server does: in this process, its thread would contend for the GIL with the client,
+so every time the client's event loop waits (a hand-over between two tasks, say) the server's
+thread would run in between and the wait would cost a slice of the server's work; pass
+``--server-in-process`` to measure that way too.
 
 - a runtime step (``thread.send`` on a fresh thread: one model call answering with text, the
   thread's storage writes included) against the raw SDK call sending the same request
@@ -16,9 +20,11 @@ Prints medians and ratios, for asyncio and trio (pass a backend name to run only
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -39,11 +45,40 @@ def _answer() -> Any:
     return text_answer("Hel", "lo", " there", "!")
 
 
-async def bench(backend: str) -> None:
-    async with OpenAITestServer() as server:
-        server.add(*[_answer() for _ in range(5 * (ROUNDS + WARMUP))])
-        raw = openai.AsyncOpenAI(base_url=server.base_url, api_key="bench", max_retries=0)
-        model = OpenAIModel("bench-model", base_url=server.base_url, api_key="bench")
+ANSWERS = 5 * (ROUNDS + WARMUP)
+
+
+def serve() -> None:
+    """The server process: serve ``ANSWERS`` answers, print the base URL, stop at end of stdin."""
+    with OpenAITestServer([_answer() for _ in range(ANSWERS)]) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+@contextlib.asynccontextmanager
+async def test_server(in_process: bool) -> AsyncIterator[str]:
+    """The base URL of a test server with the benchmark's answers, in this process or its own."""
+    if in_process:
+        async with OpenAITestServer([_answer() for _ in range(ANSWERS)]) as server:
+            yield server.base_url
+        return
+    process = await anyio.open_process([sys.executable, __file__, "--serve"])
+    assert process.stdout is not None
+    assert process.stdin is not None
+    line = b""
+    while not line.endswith(b"\n"):
+        line += await process.stdout.receive(1)
+    try:
+        yield line.decode().strip()
+    finally:
+        await process.stdin.aclose()  # end of its stdin: the server stops
+        await process.wait()
+
+
+async def bench(backend: str, in_process: bool) -> None:
+    async with test_server(in_process) as base_url:
+        raw = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+        model = OpenAIModel("bench-model", base_url=base_url, api_key="bench")
         agent = define_agent(name="bench", instructions=INSTRUCTIONS, model=model)
         messages: Any = [
             {"role": "system", "content": INSTRUCTIONS},
@@ -116,7 +151,11 @@ async def bench(backend: str) -> None:
         await raw.close()
 
     median = {name: statistics.median(values) for name, values in samples.items()}
-    print(f"Model layer vs raw openai SDK ({backend}), median of {ROUNDS} interleaved rounds")
+    where = "in this process" if in_process else "in its own process"
+    print(
+        f"Model layer vs raw openai SDK ({backend}, server {where}), median of {ROUNDS} "
+        "interleaved rounds"
+    )
     for name, value in median.items():
         print(f"  {name:<20} {value * 1e3:8.3f} ms")
     step_ratio = median["runtime step"] / median["raw call"]
@@ -128,8 +167,14 @@ async def bench(backend: str) -> None:
 
 
 def main() -> None:
-    for backend in sys.argv[1:] or ["asyncio", "trio"]:
-        anyio.run(bench, backend, backend=backend)
+    args = sys.argv[1:]
+    if args == ["--serve"]:
+        serve()
+        return
+    in_process = "--server-in-process" in args
+    backends = [arg for arg in args if arg != "--server-in-process"]
+    for backend in backends or ["asyncio", "trio"]:
+        anyio.run(bench, backend, in_process, backend=backend)
 
 
 if __name__ == "__main__":

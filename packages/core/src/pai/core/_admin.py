@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from pai.core._errors import InvalidThreadIdError
 from pai.core._messages import Message, ToolCall
@@ -175,16 +176,27 @@ class ThreadHandle:
                 elif isinstance(event, RunFinished):
                     print(f"\n{event.result.usage.total_tokens} tokens")
         """
-        # No buffer: each event is handed to the reader as it happens (the first token is not
-        # held up behind the rest of the answer), and a slow reader slows the run down rather
-        # than events piling up in memory.
+        # No buffer: a slow reader slows the run down rather than events piling up in memory.
         send, receive = anyio.create_memory_object_stream[RunEvent](0)
         failure: list[BaseException] = []
+
+        async def emit(event: RunEvent) -> None:
+            # Hand the event to the waiting reader, then let the reader run before the run
+            # goes on: otherwise the run would read and parse the model's next chunk (until its
+            # next wait) before the reader saw this one, which delays every first token. Two
+            # checkpoints, because trio may run the tasks woken together in either order.
+            try:
+                send.send_nowait(event)
+            except anyio.WouldBlock:  # the reader is busy: wait for it
+                await send.send(event)
+            else:
+                await anyio.lowlevel.checkpoint()
+                await anyio.lowlevel.checkpoint()
 
         async def run() -> None:
             async with send:
                 try:
-                    await self._runs.send(self._caller, self.id, text, send.send)
+                    await self._runs.send(self._caller, self.id, text, emit)
                 except Exception as error:
                     failure.append(error)
 
