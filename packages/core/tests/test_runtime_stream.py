@@ -299,3 +299,34 @@ async def test_a_tool_result_event_matches_the_stored_result() -> None:
 
     stored = [m for m in messages if isinstance(m, ToolResultMessage)]
     assert [e.result for e in seen if isinstance(e, ToolCallResult)] == stored
+
+
+async def test_each_event_reaches_the_reader_before_the_model_is_asked_for_the_next() -> None:
+    # The first token is not held back while the run reads on: the reader sees each event
+    # before the model's stream is resumed for the one after it.
+    asked: list[int] = []
+
+    class CountingModel:
+        async def request(self, request: ModelRequest) -> AssistantMessage:
+            raise AssertionError("streams")
+
+        async def respond(self, request: ModelRequest) -> ModelResponse:
+            raise AssertionError("streams")
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+            for index in range(5):
+                asked.append(index)
+                yield TextDelta(str(index))
+            asked.append(5)
+            yield ResponseFinished("stop")
+
+    seen: list[tuple[str, int]] = []  # (the event's text, what the model was last asked for)
+    for _ in range(20):  # trio may run tasks woken together in either order: try it often
+        asked.clear()
+        async with create_test_runtime(agent=agent_with(CountingModel())) as runtime:  # type: ignore[arg-type]
+            thread = await runtime.admin(identity=None).create_thread()
+            async for event in thread.stream("go"):
+                if isinstance(event, TextDelta):
+                    seen.append((event.text, asked[-1]))
+
+    assert seen == [(str(index), index) for index in range(5)] * 20

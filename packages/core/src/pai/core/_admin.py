@@ -187,11 +187,10 @@ class ThreadHandle:
             # checkpoints, because trio may run the tasks woken together in either order.
             try:
                 send.send_nowait(event)
-            except anyio.WouldBlock:  # the reader is busy: wait for it
+            except anyio.WouldBlock:  # the reader is not waiting yet (or busy): wait for it
                 await send.send(event)
-            else:
-                await anyio.lowlevel.checkpoint()
-                await anyio.lowlevel.checkpoint()
+            await anyio.lowlevel.checkpoint()
+            await anyio.lowlevel.checkpoint()
 
         async def run() -> None:
             async with send:
