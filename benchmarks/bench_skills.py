@@ -20,9 +20,10 @@ import random
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 from pydantic import BaseModel
@@ -30,12 +31,10 @@ from pydantic import BaseModel
 from pai.core import define_tool
 from pai.core.testing import run_tool
 from pai.sandbox import (
-    FileWrite,
-    SandboxInstance,
-    SandboxProvider,
     create_sandbox,
     create_sandbox_session_manager,
 )
+from pai.sandbox.testing import RecordingProvider
 from pai.sandbox_inmemory import create_in_memory_sandbox_provider
 from pai.skills import SkillAvailableInput, SkillEntry, SkillFile, define_skills, generate_module
 
@@ -126,65 +125,10 @@ async def bench_plain_load() -> None:
     print(f"  the skill tool, SKILL.md          {loaded * 1e6:9.1f} us  ({loaded / base:.1f}x)")
 
 
-class CountingInstance:
-    def __init__(self, inner: SandboxInstance, counts: dict[str, int]) -> None:
-        self._inner = inner
-        self._counts = counts
-
-    @property
-    def key(self) -> str:
-        return self._inner.key
-
-    @property
-    def instance_id(self) -> str:
-        return self._inner.instance_id
-
-    async def write_files(self, files: Sequence[FileWrite]) -> None:
-        self._counts["write_files"] += 1
-        self._counts["files written"] += len(files)
-        await self._inner.write_files(files)
-
-    def __getattr__(self, name: str) -> Any:
-        attribute: Any = getattr(self._inner, name)
-        if not callable(attribute):
-            return attribute
-        operation = cast("Callable[..., Awaitable[Any]]", attribute)
-
-        async def counted(*args: Any, **kwargs: Any) -> Any:
-            self._counts[name] = self._counts.get(name, 0) + 1
-            return await operation(*args, **kwargs)
-
-        return counted
-
-
-class CountingProvider:
-    def __init__(self, inner: SandboxProvider) -> None:
-        self.inner = inner
-        self.counts: dict[str, int] = {"write_files": 0, "files written": 0}
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def features(self) -> Any:
-        return self.inner.features
-
-    async def create(self, key: str) -> CountingInstance:
-        return CountingInstance(await self.inner.create(key), self.counts)
-
-    async def find(self, key: str) -> CountingInstance | None:
-        found = await self.inner.find(key)
-        return None if found is None else CountingInstance(found, self.counts)
-
-    async def destroy(self, key: str) -> None:
-        await self.inner.destroy(key)
-
-    async def list_instances(self) -> Any:
-        return await self.inner.list_instances()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+def _counts(provider: RecordingProvider) -> dict[str, int]:
+    """Calls per operation so far, and the files every ``write_files`` wrote."""
+    counts = Counter(call.operation for call in provider.calls)
+    return {**counts, "files written": provider.files_written()}
 
 
 def sandbox_skill(files: int) -> SkillEntry[str]:
@@ -212,16 +156,16 @@ def sandbox_skill(files: int) -> SkillEntry[str]:
 
 async def bench_sandbox_load() -> None:
     skills = define_skills(skills=[sandbox_skill(100)], sandbox=True)
-    provider = CountingProvider(create_in_memory_sandbox_provider())
-    sessions = create_sandbox_session_manager(provider=cast("SandboxProvider", provider))
+    provider = RecordingProvider(create_in_memory_sandbox_provider())
+    sessions = create_sandbox_session_manager(provider=provider)
     sandbox = create_sandbox(sessions.handle("bench"))
     await sandbox.run_command("true")  # provision first: count only what loading does
 
     def snapshot() -> dict[str, int]:
-        return dict(provider.counts)
+        return _counts(provider)
 
     def delta(before: dict[str, int]) -> str:
-        after = provider.counts
+        after = _counts(provider)
         changed = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
         return ", ".join(f"{k} {v}" for k, v in sorted(changed.items())) or "nothing"
 
@@ -238,7 +182,8 @@ async def bench_sandbox_load() -> None:
     print(f"  first load (target: one batch)    {delta(before)}  [{first * 1e3:.1f} ms]")
     before = snapshot()
     again = await timed(load, 20)
-    per_load = {k: (provider.counts[k] - before.get(k, 0)) / (20 * ROUNDS) for k in provider.counts}
+    after = _counts(provider)
+    per_load = {k: (after[k] - before.get(k, 0)) / (20 * ROUNDS) for k in after}
     shown = ", ".join(f"{k} {v:g}" for k, v in sorted(per_load.items()) if v) or "nothing"
     print(f"  current marker (target: 0 writes) {shown}  [{again * 1e3:.2f} ms]")
     await provider.inner.destroy(sandbox.key)

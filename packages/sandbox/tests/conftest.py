@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fakes import RecordingProvider
+from fakes import FakeProvider
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -13,6 +13,6 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def provider() -> RecordingProvider:
-    """A fresh recording provider (a test double; see ``fakes.py``)."""
-    return RecordingProvider()
+def provider() -> FakeProvider:
+    """A fresh fake provider (a test double; see ``fakes.py``)."""
+    return FakeProvider()

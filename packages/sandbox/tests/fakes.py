@@ -1,6 +1,6 @@
 """A test double of a sandbox provider, for pai-sandbox's own tests.
 
-:class:`RecordingProvider` implements :class:`~pai.sandbox.SandboxProvider` without any backend:
+:class:`FakeProvider` implements :class:`~pai.sandbox.SandboxProvider` without any backend:
 
 - instances keep their files in a nested ``dict`` (folders are dicts, files are :class:`FakeFile`),
   so read / write / list / remove / make_dir / exists behave like a small real file system and
@@ -8,20 +8,20 @@
 - ``run`` executes nothing: it records its arguments (:class:`RecordedRun`) and answers from a
   queue of scripted :class:`Reply` values (an empty result by default). It returns exactly what is
   scripted, uncapped, so a test can also play a provider that ignores ``output_limit``;
-- every provider and instance call is appended to :attr:`RecordingProvider.log`, and
+- every provider and instance call is appended to :attr:`FakeProvider.log`, and
   ``creates`` / ``finds`` / ``destroys`` list the keys of those calls;
-- :meth:`RecordingProvider.vanish` makes an instance disappear behind the session manager's back
+- :meth:`FakeProvider.vanish` makes an instance disappear behind the session manager's back
   (as expiry would): its methods then raise :class:`~pai.sandbox.SandboxVanishedError`;
-- :attr:`RecordingProvider.gate`, when set to an unset ``anyio.Event``, holds every ``create``
+- :attr:`FakeProvider.gate`, when set to an unset ``anyio.Event``, holds every ``create``
   open until the event is set, so single-flight tests can make creations overlap for real;
-  :attr:`~RecordingProvider.destroy_gate` does the same for ``destroy``, and
-  :meth:`~RecordingProvider.wait_for_creates` / :meth:`~RecordingProvider.wait_for_destroys`
+  :attr:`~FakeProvider.destroy_gate` does the same for ``destroy``, and
+  :meth:`~FakeProvider.wait_for_creates` / :meth:`~FakeProvider.wait_for_destroys`
   wait (without sleeping) until that many calls have started;
-- :attr:`RecordingProvider.born_vanished` makes every new instance vanish at once, for a backend
+- :attr:`FakeProvider.born_vanished` makes every new instance vanish at once, for a backend
   that keeps losing its instances;
-- ``read_file`` records each ``max_bytes`` in :attr:`RecordingProvider.read_limits` and raises
+- ``read_file`` records each ``max_bytes`` in :attr:`FakeProvider.read_limits` and raises
   :class:`~pai.sandbox.SandboxFileTooLargeError` over it, unless
-  :attr:`RecordingProvider.ignores_read_limit` plays a lax provider that returns the whole file.
+  :attr:`FakeProvider.ignores_read_limit` plays a lax provider that returns the whole file.
 
 It is not a sandbox and is not exported; the real providers live in their own packages.
 """
@@ -100,9 +100,9 @@ def _parts(path: str) -> list[str]:
 
 
 class FakeInstance:
-    """One dict-backed instance of :class:`RecordingProvider` (a test double)."""
+    """One dict-backed instance of :class:`FakeProvider` (a test double)."""
 
-    def __init__(self, provider: RecordingProvider, key: str) -> None:
+    def __init__(self, provider: FakeProvider, key: str) -> None:
         self._provider = provider
         self._key = key
         self._instance_id = f"fake-{next(_ids)}"
@@ -262,7 +262,7 @@ class FakeInstance:
 
 
 @dataclass(eq=False)
-class RecordingProvider:
+class FakeProvider:
     """A :class:`~pai.sandbox.SandboxProvider` test double; see the module docstring."""
 
     gate: anyio.Event | None = None

@@ -12,14 +12,14 @@ import pytest
 pytest_plugins = ["pytester"]
 
 BROKEN_PROVIDER = """
-from fakes import RecordingProvider, Reply
+from fakes import FakeProvider, Reply
 
 from pai.sandbox.testing import SandboxProviderConformance
 
 
 class TestAProviderThatMishearsEcho(SandboxProviderConformance):
     def create_provider(self):
-        provider = RecordingProvider()
+        provider = FakeProvider()
         provider.reply(Reply(stdout=b"ho\\n"))
         return provider
 """

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from fakes import RecordingProvider
+from fakes import FakeProvider
 from pydantic import BaseModel
 
 from pai.core import (
@@ -48,7 +48,7 @@ _serial = itertools.count(1)
 FAKE_PROVIDER = """
 from pydantic import BaseModel, ConfigDict
 
-from fakes import RecordingProvider
+from fakes import FakeProvider
 from pai.core import hookimpl
 from pai.sandbox._plugin import SandboxProviderRegistration
 
@@ -63,7 +63,7 @@ class FakeOptions(BaseModel):
 
 
 def make(options):
-    provider = RecordingProvider()
+    provider = FakeProvider()
     built.append((options, provider))
     return provider
 
@@ -173,7 +173,7 @@ async def test_an_agent_whose_tool_needs_a_sandbox_gets_it_from_configuration(
 
     ((options, provider),) = fake.built
     assert (options.image, options.cpus) == ("python:3.12", 1)
-    assert isinstance(provider, RecordingProvider)
+    assert isinstance(provider, FakeProvider)
     assert [run.command for run in provider.runs] == ["echo hi"]
 
 

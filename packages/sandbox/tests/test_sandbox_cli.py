@@ -2,7 +2,7 @@
 
 Only pai-sandbox's own plugin is loaded (``PAI_LOAD_PLUGINS=pai-sandbox``), plus a test plugin
 registered in code that provides the ``recording`` provider. Its factory hands every command the
-same :class:`RecordingProvider`, so sandboxes outlive a command the way Docker containers do, and
+same :class:`FakeProvider`, so sandboxes outlive a command the way Docker containers do, and
 tests can look at what each command did to the backend.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from fakes import FakeFile, FakeInstance, RecordingProvider, Reply
+from fakes import FakeFile, FakeInstance, FakeProvider, Reply
 from pydantic import BaseModel, ConfigDict, Field
 
 from pai.core import cli as core_cli
@@ -48,11 +48,11 @@ class RecordingOptions(BaseModel):
 
 
 class RecordingPlugin:
-    def __init__(self, provider: RecordingProvider) -> None:
+    def __init__(self, provider: FakeProvider) -> None:
         self.provider = provider
         self.built_with: list[RecordingOptions] = []
 
-    def _factory(self, options: RecordingOptions) -> RecordingProvider:
+    def _factory(self, options: RecordingOptions) -> FakeProvider:
         self.built_with.append(options)
         return self.provider
 
@@ -83,8 +83,8 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Non
 
 @pytest.fixture
 def plugin() -> RecordingPlugin:
-    """The recording provider, installed (in code) and chosen in pai.toml."""
-    found = RecordingPlugin(RecordingProvider())
+    """The fake provider, installed (in code) and chosen in pai.toml."""
+    found = RecordingPlugin(FakeProvider())
     get_plugins().register(found, name="recording", distribution="pai-sandbox-recording")
     Path("pai.toml").write_text(
         '[capabilities.sandbox]\nprovider = "recording"\n\n'
@@ -94,7 +94,7 @@ def plugin() -> RecordingPlugin:
 
 
 @pytest.fixture
-def provider(plugin: RecordingPlugin) -> RecordingProvider:
+def provider(plugin: RecordingPlugin) -> FakeProvider:
     return plugin.provider
 
 
@@ -102,7 +102,7 @@ def invoke(*args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(create_cli(), list(args), input=input, catch_exceptions=False)
 
 
-def age(provider: RecordingProvider, key: str, by: timedelta) -> None:
+def age(provider: FakeProvider, key: str, by: timedelta) -> None:
     provider.live[key].created_at = datetime.now(UTC) - by
 
 
@@ -173,7 +173,7 @@ def test_providers_when_none_is_installed_says_what_to_install() -> None:
 
 
 def test_exec_runs_the_joined_command_and_prints_its_output(
-    plugin: RecordingPlugin, provider: RecordingProvider
+    plugin: RecordingPlugin, provider: FakeProvider
 ) -> None:
     provider.reply(Reply(stdout=b"hi\n", stderr=b"careful\n"))
 
@@ -191,7 +191,7 @@ def test_exec_runs_the_joined_command_and_prints_its_output(
     assert provider.aclose_calls == 1
 
 
-def test_exec_passes_the_exit_code_through(provider: RecordingProvider) -> None:
+def test_exec_passes_the_exit_code_through(provider: FakeProvider) -> None:
     provider.reply(Reply(exit_code=3))
 
     result = invoke("sandbox", "exec", "--", "sh", "-c", "exit 3")
@@ -200,7 +200,7 @@ def test_exec_passes_the_exit_code_through(provider: RecordingProvider) -> None:
     assert provider.runs[0].command == "sh -c 'exit 3'"
 
 
-def test_exec_uses_the_key_and_timeout_given(provider: RecordingProvider) -> None:
+def test_exec_uses_the_key_and_timeout_given(provider: FakeProvider) -> None:
     result = invoke("sandbox", "exec", "--key", "build-7", "--timeout", "2.5", "--", "make")
 
     assert result.exit_code == 0
@@ -208,7 +208,7 @@ def test_exec_uses_the_key_and_timeout_given(provider: RecordingProvider) -> Non
     assert provider.runs[0].timeout == 2.5
 
 
-def test_exec_finds_the_sandbox_of_its_key_again(provider: RecordingProvider) -> None:
+def test_exec_finds_the_sandbox_of_its_key_again(provider: FakeProvider) -> None:
     invoke("sandbox", "exec", "--", "touch", "a")
     invoke("sandbox", "exec", "--", "ls")
 
@@ -216,7 +216,7 @@ def test_exec_finds_the_sandbox_of_its_key_again(provider: RecordingProvider) ->
     assert len({run.instance_id for run in provider.runs}) == 1
 
 
-def test_exec_uses_the_default_timeout_of_the_configuration(provider: RecordingProvider) -> None:
+def test_exec_uses_the_default_timeout_of_the_configuration(provider: FakeProvider) -> None:
     Path("pai.toml").write_text(
         '[capabilities.sandbox]\nprovider = "recording"\ndefault_timeout = 7.0\n'
     )
@@ -226,7 +226,7 @@ def test_exec_uses_the_default_timeout_of_the_configuration(provider: RecordingP
     assert provider.runs[0].timeout == 7.0
 
 
-def test_exec_timed_out_exits_124_with_a_message(provider: RecordingProvider) -> None:
+def test_exec_timed_out_exits_124_with_a_message(provider: FakeProvider) -> None:
     provider.reply(Reply(stdout=b"partial\n", exit_code=137, timed_out=True))
 
     result = invoke("sandbox", "exec", "--timeout", "1", "--", "sleep", "10")
@@ -237,7 +237,7 @@ def test_exec_timed_out_exits_124_with_a_message(provider: RecordingProvider) ->
     assert "--timeout" in result.stderr
 
 
-def test_exec_says_when_output_was_truncated(provider: RecordingProvider) -> None:
+def test_exec_says_when_output_was_truncated(provider: FakeProvider) -> None:
     provider.reply(Reply(stdout=b"x" * 10, truncated=True))
 
     result = invoke("sandbox", "exec", "--", "yes")
@@ -245,7 +245,7 @@ def test_exec_says_when_output_was_truncated(provider: RecordingProvider) -> Non
     assert "output was cut" in result.stderr
 
 
-def test_exec_without_a_command_is_a_usage_error(provider: RecordingProvider) -> None:
+def test_exec_without_a_command_is_a_usage_error(provider: FakeProvider) -> None:
     result = invoke("sandbox", "exec")
 
     assert result.exit_code == 2
@@ -256,7 +256,7 @@ def test_exec_without_a_command_is_a_usage_error(provider: RecordingProvider) ->
 # -- pai sandbox ls / rm / prune --------------------------------------------------------------------
 
 
-def test_ls_json_lists_instances_with_stable_keys(provider: RecordingProvider) -> None:
+def test_ls_json_lists_instances_with_stable_keys(provider: FakeProvider) -> None:
     invoke("sandbox", "exec", "--key", "one", "--", "true")
     age(provider, "one", timedelta(hours=2))
 
@@ -275,7 +275,7 @@ def test_ls_json_lists_instances_with_stable_keys(provider: RecordingProvider) -
     assert datetime.fromisoformat(row["created_at"]) == provider.live["one"].created_at
 
 
-def test_ls_table_shows_key_provider_instance_and_age(provider: RecordingProvider) -> None:
+def test_ls_table_shows_key_provider_instance_and_age(provider: FakeProvider) -> None:
     invoke("sandbox", "exec", "--key", "old", "--", "true")
     invoke("sandbox", "exec", "--key", "new", "--", "true")
     age(provider, "old", timedelta(days=1, hours=3))
@@ -288,7 +288,7 @@ def test_ls_table_shows_key_provider_instance_and_age(provider: RecordingProvide
     assert header.split() == ["KEY", "PROVIDER", "INSTANCE", "AGE"]
     assert first.split() == ["old", "recording", provider.live["old"].instance_id, "1d3h"]
     assert second.split()[:2] == ["new", "recording"]
-    # the recording provider is in-process, and the command says what that means
+    # the fake provider is in-process, and the command says what that means
     assert "keeps sandboxes inside the process that made them" in result.stderr
 
 
@@ -300,7 +300,7 @@ def test_ls_with_no_sandboxes() -> None:
     assert result.stdout == "no sandboxes (provider 'recording')\n"
 
 
-def test_rm_destroys_and_reports_unknown_keys_without_failing(provider: RecordingProvider) -> None:
+def test_rm_destroys_and_reports_unknown_keys_without_failing(provider: FakeProvider) -> None:
     invoke("sandbox", "exec", "--key", "a", "--", "true")
 
     result = invoke("sandbox", "rm", "a", "nope")
@@ -314,7 +314,7 @@ def test_rm_destroys_and_reports_unknown_keys_without_failing(provider: Recordin
     assert json.loads(again.stdout) == {"removed": [], "not_found": ["a"]}
 
 
-def test_prune_without_yes_refuses_when_there_is_no_terminal(provider: RecordingProvider) -> None:
+def test_prune_without_yes_refuses_when_there_is_no_terminal(provider: FakeProvider) -> None:
     invoke("sandbox", "exec", "--key", "a", "--", "true")
 
     result = invoke("sandbox", "prune")
@@ -326,7 +326,7 @@ def test_prune_without_yes_refuses_when_there_is_no_terminal(provider: Recording
     assert provider.destroys == []
 
 
-def test_prune_older_than_removes_only_old_sandboxes(provider: RecordingProvider) -> None:
+def test_prune_older_than_removes_only_old_sandboxes(provider: FakeProvider) -> None:
     for key in ("old", "new"):
         invoke("sandbox", "exec", "--key", key, "--", "true")
     age(provider, "old", timedelta(hours=3))
@@ -340,7 +340,7 @@ def test_prune_older_than_removes_only_old_sandboxes(provider: RecordingProvider
     assert set(provider.live) == {"new"}
 
 
-def test_prune_json(provider: RecordingProvider) -> None:
+def test_prune_json(provider: FakeProvider) -> None:
     invoke("sandbox", "exec", "--key", "a", "--", "true")
 
     result = invoke("sandbox", "prune", "--yes", "--json")
@@ -359,9 +359,7 @@ def test_prune_with_nothing_to_remove() -> None:
     assert result.stdout == "nothing to prune (provider 'recording')\n"
 
 
-def test_prune_asks_on_a_terminal(
-    provider: RecordingProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_prune_asks_on_a_terminal(provider: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox_cli, "stdin_is_terminal", lambda: True)
     invoke("sandbox", "exec", "--key", "a", "--", "true")
 
@@ -532,7 +530,7 @@ def script_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("script_runs")
 def test_demo_runs_the_scripted_agent_in_the_configured_sandbox(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     provider.reply(
         Reply(stdout=b"Hello, PAI!\ngreeted 1 time(s) so far\n"),
@@ -568,7 +566,7 @@ def test_demo_runs_the_scripted_agent_in_the_configured_sandbox(
 
 
 @pytest.mark.usefixtures("script_runs")
-def test_demo_reads_files_within_the_configured_read_limit(provider: RecordingProvider) -> None:
+def test_demo_reads_files_within_the_configured_read_limit(provider: FakeProvider) -> None:
     Path("pai.toml").write_text(
         '[capabilities.sandbox]\nprovider = "recording"\nread_limit = 4096\n'
     )
@@ -580,7 +578,7 @@ def test_demo_reads_files_within_the_configured_read_limit(provider: RecordingPr
 
 
 @pytest.mark.usefixtures("script_runs")
-def test_demo_keep_keeps_the_sandbox(provider: RecordingProvider) -> None:
+def test_demo_keep_keeps_the_sandbox(provider: FakeProvider) -> None:
     result = invoke("demo", "--keep")
 
     assert result.exit_code == 0
@@ -589,7 +587,7 @@ def test_demo_keep_keeps_the_sandbox(provider: RecordingProvider) -> None:
     assert provider.destroys == []
 
 
-def test_demo_reports_a_failed_step_and_exits_1(provider: RecordingProvider) -> None:
+def test_demo_reports_a_failed_step_and_exits_1(provider: FakeProvider) -> None:
     provider.reply(Reply(stderr=b"sh: not found\n", exit_code=127))
 
     result = invoke("demo")
@@ -601,7 +599,7 @@ def test_demo_reports_a_failed_step_and_exits_1(provider: RecordingProvider) -> 
 
 @pytest.mark.usefixtures("script_runs")
 def test_demo_is_rich_on_a_terminal(
-    provider: RecordingProvider, monkeypatch: pytest.MonkeyPatch
+    provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(core_cli, "stdout_is_terminal", lambda: True)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes import RecordingProvider, Reply
+from fakes import FakeProvider, Reply
 
 from pai.sandbox import (
     DEFAULT_OUTPUT_LIMIT,
@@ -33,13 +33,13 @@ KEY = "pai1.thread.sandbox.acme.t-1"
 SEED = (SeedFile("/workspace/seed.txt", "seed\n"),)
 
 
-def make_sandbox(provider: RecordingProvider, **options: Any) -> Sandbox:
+def make_sandbox(provider: FakeProvider, **options: Any) -> Sandbox:
     seed = options.pop("seed", ())
     sessions = create_sandbox_session_manager(provider=provider, seed=seed)
     return create_sandbox(sessions.handle(KEY), **options)
 
 
-async def provisioned(provider: RecordingProvider, **options: Any) -> Sandbox:
+async def provisioned(provider: FakeProvider, **options: Any) -> Sandbox:
     """A sandbox whose instance exists, with the provider's log cleared."""
     sandbox = make_sandbox(provider, **options)
     await sandbox.exists(".")
@@ -68,7 +68,7 @@ def test_paths_resolve_against_the_workspace_and_are_normalized(given: str, reso
     assert resolve_path(given) == resolved
 
 
-async def test_file_operations_receive_resolved_paths(provider: RecordingProvider) -> None:
+async def test_file_operations_receive_resolved_paths(provider: FakeProvider) -> None:
     sandbox = await provisioned(provider)
     instance_id = provider.live[KEY].instance_id
     await sandbox.write_file("a/../b.txt", "x")
@@ -113,7 +113,7 @@ BAD_PATH_CASES = [
 
 @pytest.mark.parametrize(("operation", "bad"), BAD_PATH_CASES)
 async def test_bad_paths_raise_before_any_provider_call(
-    provider: RecordingProvider, operation: str, bad: object
+    provider: FakeProvider, operation: str, bad: object
 ) -> None:
     sandbox = make_sandbox(provider)
     with pytest.raises(SandboxPathError):
@@ -129,7 +129,7 @@ def test_a_nul_path_error_names_the_problem() -> None:
 # -- run_command arguments ---------------------------------------------------------------------
 
 
-async def test_run_command_defaults(provider: RecordingProvider) -> None:
+async def test_run_command_defaults(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.run_command("echo hi")
     (run,) = provider.runs
@@ -151,20 +151,20 @@ async def test_run_command_defaults(provider: RecordingProvider) -> None:
     ],
 )
 async def test_cwd_is_resolved_against_the_workspace(
-    provider: RecordingProvider, cwd: str, expected: str
+    provider: FakeProvider, cwd: str, expected: str
 ) -> None:
     await make_sandbox(provider).run_command("pwd", cwd=cwd)
     assert provider.runs[0].cwd == expected
 
 
-async def test_env_is_passed_through(provider: RecordingProvider) -> None:
+async def test_env_is_passed_through(provider: FakeProvider) -> None:
     await make_sandbox(provider).run_command("env", env={"A": "1", "_B2": "two words", "E": ""})
     assert provider.runs[0].env == {"A": "1", "_B2": "two words", "E": ""}
 
 
 @pytest.mark.parametrize("name", ["1ABC", "A-B", "A=B", "", "A B", "Ä"])
 async def test_invalid_env_names_are_refused_naming_the_variable(
-    provider: RecordingProvider, name: str
+    provider: FakeProvider, name: str
 ) -> None:
     with pytest.raises(SandboxInputError) as refused:
         await make_sandbox(provider).run_command("env", env={"OK": "1", name: "x"})
@@ -173,14 +173,14 @@ async def test_invalid_env_names_are_refused_naming_the_variable(
 
 
 async def test_env_values_with_nul_bytes_are_refused_naming_the_variable(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     with pytest.raises(SandboxInputError, match="SECRET"):
         await make_sandbox(provider).run_command("env", env={"SECRET": "a\x00b"})
     assert provider.log == []
 
 
-async def test_non_string_env_values_are_refused(provider: RecordingProvider) -> None:
+async def test_non_string_env_values_are_refused(provider: FakeProvider) -> None:
     with pytest.raises(SandboxInputError, match="PORT"):
         await make_sandbox(provider).run_command("env", env={"PORT": 8080})  # type: ignore[dict-item]
     assert provider.log == []
@@ -192,45 +192,45 @@ async def test_non_string_env_values_are_refused(provider: RecordingProvider) ->
     ids=["bytes", "empty", "bytearray"],
 )
 async def test_stdin_bytes_are_passed_unchanged(
-    provider: RecordingProvider, stdin: bytes, expected: bytes
+    provider: FakeProvider, stdin: bytes, expected: bytes
 ) -> None:
     await make_sandbox(provider).run_command("cat", stdin=stdin)
     assert provider.runs[0].stdin == expected
     assert type(provider.runs[0].stdin) is bytes
 
 
-async def test_text_stdin_is_refused_with_how_to_encode_it(provider: RecordingProvider) -> None:
+async def test_text_stdin_is_refused_with_how_to_encode_it(provider: FakeProvider) -> None:
     with pytest.raises(SandboxInputError, match=r"stdin must be bytes.*\.encode\(\)"):
         await make_sandbox(provider).run_command("cat", stdin="héllo\n")  # type: ignore[arg-type]
     assert provider.log == []
 
 
-async def test_stdin_of_another_type_is_refused(provider: RecordingProvider) -> None:
+async def test_stdin_of_another_type_is_refused(provider: FakeProvider) -> None:
     with pytest.raises(SandboxInputError, match="stdin must be bytes or None"):
         await make_sandbox(provider).run_command("cat", stdin=123)  # type: ignore[arg-type]
     assert provider.log == []
 
 
-async def test_an_explicit_timeout_is_passed(provider: RecordingProvider) -> None:
+async def test_an_explicit_timeout_is_passed(provider: FakeProvider) -> None:
     await make_sandbox(provider).run_command("sleep 1", timeout=2.5)
     assert provider.runs[0].timeout == 2.5
 
 
 async def test_the_sandbox_default_timeout_is_used_when_none_is_given(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     await make_sandbox(provider, default_timeout=7).run_command("true", timeout=None)
     assert provider.runs[0].timeout == 7
 
 
-async def test_a_default_timeout_of_none_means_no_timeout(provider: RecordingProvider) -> None:
+async def test_a_default_timeout_of_none_means_no_timeout(provider: FakeProvider) -> None:
     await make_sandbox(provider, default_timeout=None).run_command("true")
     assert provider.runs[0].timeout is None
 
 
 @pytest.mark.parametrize("timeout", [0, -1, -0.5, float("nan"), float("inf")])
 async def test_non_positive_or_infinite_timeouts_are_refused(
-    provider: RecordingProvider, timeout: float
+    provider: FakeProvider, timeout: float
 ) -> None:
     with pytest.raises(SandboxInputError, match="timeout must be positive"):
         await make_sandbox(provider).run_command("true", timeout=timeout)
@@ -239,21 +239,21 @@ async def test_non_positive_or_infinite_timeouts_are_refused(
 
 @pytest.mark.parametrize("timeout", ["5", b"5", True, [5]], ids=["str", "bytes", "bool", "list"])
 async def test_a_timeout_that_is_not_a_number_is_refused_naming_it(
-    provider: RecordingProvider, timeout: object
+    provider: FakeProvider, timeout: object
 ) -> None:
     with pytest.raises(SandboxInputError, match="timeout must be a number of seconds or None"):
         await make_sandbox(provider).run_command("true", timeout=timeout)  # type: ignore[arg-type]
     assert provider.log == []
 
 
-async def test_an_integer_timeout_is_accepted(provider: RecordingProvider) -> None:
+async def test_an_integer_timeout_is_accepted(provider: FakeProvider) -> None:
     await make_sandbox(provider).run_command("true", timeout=3)
     assert provider.runs[0].timeout == 3
 
 
 @pytest.mark.parametrize("cwd", [42, b"/workspace", ["src"]], ids=["int", "bytes", "list"])
 async def test_a_cwd_that_is_not_a_str_is_refused_naming_it(
-    provider: RecordingProvider, cwd: object
+    provider: FakeProvider, cwd: object
 ) -> None:
     with pytest.raises(SandboxInputError, match="cwd must be a str path or None"):
         await make_sandbox(provider).run_command("pwd", cwd=cwd)  # type: ignore[arg-type]
@@ -262,14 +262,14 @@ async def test_a_cwd_that_is_not_a_str_is_refused_naming_it(
 
 @pytest.mark.parametrize("env", [["A=1"], "A=1", 5], ids=["list", "str", "int"])
 async def test_an_env_that_is_not_a_mapping_is_refused_naming_it(
-    provider: RecordingProvider, env: object
+    provider: FakeProvider, env: object
 ) -> None:
     with pytest.raises(SandboxInputError, match="env must be a mapping"):
         await make_sandbox(provider).run_command("env", env=env)  # type: ignore[arg-type]
     assert provider.log == []
 
 
-async def test_a_non_string_env_name_is_refused(provider: RecordingProvider) -> None:
+async def test_a_non_string_env_name_is_refused(provider: FakeProvider) -> None:
     with pytest.raises(SandboxInputError, match="env: variable name 1 "):
         await make_sandbox(provider).run_command("env", env={1: "x"})  # type: ignore[dict-item]
     assert provider.log == []
@@ -277,14 +277,14 @@ async def test_a_non_string_env_name_is_refused(provider: RecordingProvider) -> 
 
 @pytest.mark.parametrize("name", ["on_stdout", "on_stderr"])
 async def test_an_output_callback_that_cannot_be_called_is_refused(
-    provider: RecordingProvider, name: str
+    provider: FakeProvider, name: str
 ) -> None:
     with pytest.raises(SandboxInputError, match=name):
         await make_sandbox(provider).run_command("true", **{name: "print"})
     assert provider.log == []
 
 
-async def test_the_output_limit_is_passed(provider: RecordingProvider) -> None:
+async def test_the_output_limit_is_passed(provider: FakeProvider) -> None:
     await make_sandbox(provider, output_limit=10).run_command("true")
     assert provider.runs[0].output_limit == 10
 
@@ -309,7 +309,7 @@ INVALID_OPTIONS: dict[str, tuple[str, object]] = {
     ("option", "value"), list(INVALID_OPTIONS.values()), ids=list(INVALID_OPTIONS)
 )
 def test_invalid_sandbox_options_are_refused_naming_the_option(
-    provider: RecordingProvider, option: str, value: object
+    provider: FakeProvider, option: str, value: object
 ) -> None:
     with pytest.raises(SandboxInputError, match=f"^{option} must be"):
         make_sandbox(provider, **{option: value})
@@ -317,7 +317,7 @@ def test_invalid_sandbox_options_are_refused_naming_the_option(
 
 
 def test_the_limits_default_to_one_mib_of_output_and_sixty_four_mib_of_reads(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider)
     assert (sandbox.output_limit, sandbox.read_limit) == (DEFAULT_OUTPUT_LIMIT, DEFAULT_READ_LIMIT)
@@ -325,9 +325,7 @@ def test_the_limits_default_to_one_mib_of_output_and_sixty_four_mib_of_reads(
 
 
 @pytest.mark.parametrize("command", ["", "   ", "\n\t", None, 3])
-async def test_a_non_empty_command_is_required(
-    provider: RecordingProvider, command: object
-) -> None:
+async def test_a_non_empty_command_is_required(provider: FakeProvider, command: object) -> None:
     with pytest.raises(SandboxInputError, match="command"):
         await make_sandbox(provider).run_command(command)  # type: ignore[arg-type]
     assert provider.log == []
@@ -336,7 +334,7 @@ async def test_a_non_empty_command_is_required(
 # -- results -----------------------------------------------------------------------------------
 
 
-async def test_results_carry_exit_code_streams_and_flags(provider: RecordingProvider) -> None:
+async def test_results_carry_exit_code_streams_and_flags(provider: FakeProvider) -> None:
     provider.reply(Reply(stdout=b"out\n", stderr=b"err\n", exit_code=3, timed_out=True))
     result = await make_sandbox(provider).run_command("fails")
     assert (result.stdout, result.stderr, result.exit_code) == ("out\n", "err\n", 3)
@@ -347,21 +345,21 @@ async def test_results_carry_exit_code_streams_and_flags(provider: RecordingProv
     assert result.duration >= 0
 
 
-async def test_a_non_zero_exit_is_a_result_not_an_exception(provider: RecordingProvider) -> None:
+async def test_a_non_zero_exit_is_a_result_not_an_exception(provider: FakeProvider) -> None:
     provider.reply(Reply(exit_code=1))
     result = await make_sandbox(provider).run_command("false")
     assert result.exit_code == 1
     assert not result.ok
 
 
-async def test_output_is_decoded_as_utf8_with_replacement(provider: RecordingProvider) -> None:
+async def test_output_is_decoded_as_utf8_with_replacement(provider: FakeProvider) -> None:
     provider.reply(Reply(stdout="café ".encode() + b"\xff\xfe!", stderr=b"\xc3("))
     result = await make_sandbox(provider).run_command("cat bad.bin")
     assert result.stdout == "café \ufffd\ufffd!"
     assert result.stderr == "\ufffd("
 
 
-async def test_the_provider_truncated_flag_is_kept(provider: RecordingProvider) -> None:
+async def test_the_provider_truncated_flag_is_kept(provider: FakeProvider) -> None:
     provider.reply(Reply(stdout=b"abc", truncated=True))
     result = await make_sandbox(provider, output_limit=10).run_command("seq 1 1000000")
     assert result.stdout == "abc"
@@ -370,7 +368,7 @@ async def test_the_provider_truncated_flag_is_kept(provider: RecordingProvider) 
 
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
 async def test_the_facade_recaps_output_a_provider_failed_to_cap(
-    provider: RecordingProvider, stream: str
+    provider: FakeProvider, stream: str
 ) -> None:
     flood = b"0123456789"
     provider.reply(Reply(stdout=flood) if stream == "stdout" else Reply(stderr=flood))
@@ -379,7 +377,7 @@ async def test_the_facade_recaps_output_a_provider_failed_to_cap(
     assert result.truncated
 
 
-async def test_output_exactly_at_the_limit_is_not_truncated(provider: RecordingProvider) -> None:
+async def test_output_exactly_at_the_limit_is_not_truncated(provider: FakeProvider) -> None:
     provider.reply(Reply(stdout=b"0123"))
     result = await make_sandbox(provider, output_limit=4).run_command("printf 0123")
     assert result.stdout == "0123"
@@ -387,7 +385,7 @@ async def test_output_exactly_at_the_limit_is_not_truncated(provider: RecordingP
 
 
 async def test_callbacks_get_whole_characters_when_chunks_split_them(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     text = "café €😀\n"
     data = text.encode()
@@ -408,7 +406,7 @@ async def test_callbacks_get_whole_characters_when_chunks_split_them(
 
 
 async def test_callbacks_and_result_agree_when_output_ends_mid_character(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     # A provider capped the stream inside "€" (e2 82 ac): the result shows a replacement
     # character for the cut-off bytes, and so must the text the callback received.
@@ -420,7 +418,7 @@ async def test_callbacks_and_result_agree_when_output_ends_mid_character(
 
 
 async def test_invalid_bytes_reach_callbacks_as_replacement_characters(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     provider.reply(Reply(stdout=[b"ok\xff", b"\xfe!\n"]))
     out: list[str] = []
@@ -431,7 +429,7 @@ async def test_invalid_bytes_reach_callbacks_as_replacement_characters(
 # -- files -------------------------------------------------------------------------------------
 
 
-async def test_write_file_and_read_back(provider: RecordingProvider) -> None:
+async def test_write_file_and_read_back(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.write_file("notes/today.md", "# ✓\n")
     assert await sandbox.read_file("/workspace/notes/today.md") == "# ✓\n".encode()
@@ -441,7 +439,7 @@ async def test_write_file_and_read_back(provider: RecordingProvider) -> None:
     assert written.mode == 0o644
 
 
-async def test_write_file_executable_sets_mode_0755(provider: RecordingProvider) -> None:
+async def test_write_file_executable_sets_mode_0755(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.write_file("bin/run.sh", "#!/bin/sh\n", executable=True)
     written = provider.live[KEY].file("/workspace/bin/run.sh")
@@ -450,7 +448,7 @@ async def test_write_file_executable_sets_mode_0755(provider: RecordingProvider)
 
 
 async def test_read_text_replaces_undecodable_bytes_unless_strict(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.write_file("bad.bin", b"a\xffb")
@@ -459,7 +457,7 @@ async def test_read_text_replaces_undecodable_bytes_unless_strict(
         await sandbox.read_text("bad.bin", errors="strict")
 
 
-async def test_write_files_takes_a_mapping_of_text_and_bytes(provider: RecordingProvider) -> None:
+async def test_write_files_takes_a_mapping_of_text_and_bytes(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.write_files({"t.txt": "text ✓", "/workspace/b.bin": b"\x00\x01"})
     instance = provider.live[KEY]
@@ -473,7 +471,7 @@ async def test_write_files_takes_a_mapping_of_text_and_bytes(provider: Recording
 
 
 async def test_write_files_takes_file_writes_in_order_with_their_modes(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.write_files(
@@ -495,7 +493,7 @@ async def test_write_files_takes_file_writes_in_order_with_their_modes(
 
 
 async def test_write_files_with_nothing_to_write_calls_nothing(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.write_files({})
@@ -513,7 +511,7 @@ async def test_write_files_with_nothing_to_write_calls_nothing(
     ids=["tuple", "str", "dict-in-list"],
 )
 async def test_write_files_refuses_items_that_are_not_file_writes(
-    provider: RecordingProvider, files: list[object]
+    provider: FakeProvider, files: list[object]
 ) -> None:
     with pytest.raises(SandboxInputError, match="FileWrite"):
         await make_sandbox(provider).write_files(files)  # type: ignore[arg-type]
@@ -530,7 +528,7 @@ async def test_write_files_refuses_items_that_are_not_file_writes(
     ids=["int", "bytearray", "FileWrite-None"],
 )
 async def test_write_files_refuses_content_that_is_not_bytes_or_str(
-    provider: RecordingProvider, files: object
+    provider: FakeProvider, files: object
 ) -> None:
     with pytest.raises(SandboxInputError, match=r"a\.txt"):
         await make_sandbox(provider).write_files(files)  # type: ignore[arg-type]
@@ -538,7 +536,7 @@ async def test_write_files_refuses_content_that_is_not_bytes_or_str(
 
 
 async def test_write_file_refuses_content_that_is_not_bytes_or_str(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     with pytest.raises(SandboxInputError, match="bytes or str"):
         await make_sandbox(provider).write_file("a.txt", 1)  # type: ignore[arg-type]
@@ -546,7 +544,7 @@ async def test_write_file_refuses_content_that_is_not_bytes_or_str(
 
 
 async def test_list_dir_defaults_to_the_workspace_and_sorts_by_name(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.write_files({"b.txt": "12345", "a/inner.txt": "x"})
@@ -559,7 +557,7 @@ async def test_list_dir_defaults_to_the_workspace_and_sorts_by_name(
 
 
 async def test_provider_file_errors_reach_the_caller_unchanged(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider)
     with pytest.raises(FileNotFoundError) as missing:
@@ -569,14 +567,14 @@ async def test_provider_file_errors_reach_the_caller_unchanged(
     assert sandbox.environment_resets == 0
 
 
-async def test_read_file_passes_the_read_limit_as_max_bytes(provider: RecordingProvider) -> None:
+async def test_read_file_passes_the_read_limit_as_max_bytes(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider, read_limit=1234)
     await sandbox.write_file("f.bin", b"x" * 1234)
     assert await sandbox.read_file("f.bin") == b"x" * 1234
     assert provider.read_limits == [1234]
 
 
-async def test_read_file_passes_the_default_read_limit(provider: RecordingProvider) -> None:
+async def test_read_file_passes_the_default_read_limit(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.write_file("f.txt", "x")
     await sandbox.read_text("f.txt")
@@ -584,7 +582,7 @@ async def test_read_file_passes_the_default_read_limit(provider: RecordingProvid
 
 
 async def test_a_file_over_the_read_limit_raises_naming_size_limit_and_option(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider, read_limit=10)
     await sandbox.write_file("big.bin", b"x" * 11)
@@ -603,7 +601,7 @@ async def test_a_file_over_the_read_limit_raises_naming_size_limit_and_option(
 
 
 async def test_a_provider_ignoring_max_bytes_still_cannot_return_more_than_the_limit(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     provider.ignores_read_limit = True
     sandbox = make_sandbox(provider, read_limit=10)
@@ -616,7 +614,7 @@ async def test_a_provider_ignoring_max_bytes_still_cannot_return_more_than_the_l
 
 
 async def test_a_vanished_instance_is_replaced_and_the_command_retried_once(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider, seed=SEED)
     await sandbox.run_command("true")
@@ -644,7 +642,7 @@ async def test_a_vanished_instance_is_replaced_and_the_command_retried_once(
     assert sandbox.environment_resets == 1
 
 
-async def test_output_callbacks_work_on_the_retried_command(provider: RecordingProvider) -> None:
+async def test_output_callbacks_work_on_the_retried_command(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.run_command("true")
     provider.vanish(KEY)
@@ -669,7 +667,7 @@ FILE_OPERATIONS: dict[str, Callable[[Sandbox], Awaitable[object]]] = {
 
 @pytest.mark.parametrize("operation", list(FILE_OPERATIONS))
 async def test_file_operations_repair_a_vanished_instance_too(
-    provider: RecordingProvider, operation: str
+    provider: FakeProvider, operation: str
 ) -> None:
     sandbox = make_sandbox(provider, seed=SEED)
     await sandbox.run_command("true")
@@ -680,7 +678,7 @@ async def test_file_operations_repair_a_vanished_instance_too(
     assert provider.creates == [KEY, KEY]
 
 
-async def test_reads_after_a_vanish_see_the_reapplied_seed(provider: RecordingProvider) -> None:
+async def test_reads_after_a_vanish_see_the_reapplied_seed(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider, seed=SEED)
     await sandbox.write_file("seed.txt", "changed")
     provider.vanish(KEY)
@@ -689,7 +687,7 @@ async def test_reads_after_a_vanish_see_the_reapplied_seed(provider: RecordingPr
 
 
 async def test_an_instance_vanishing_again_is_not_retried_forever(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider)
     await sandbox.run_command("true")
@@ -702,7 +700,7 @@ async def test_an_instance_vanishing_again_is_not_retried_forever(
 
 
 async def test_concurrent_commands_noticing_one_vanish_share_one_replacement(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider, seed=SEED)
     await sandbox.run_command("true")
@@ -724,7 +722,7 @@ async def test_concurrent_commands_noticing_one_vanish_share_one_replacement(
 
 
 async def test_reset_replaces_the_instance_and_reapplies_the_seed(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider, seed=SEED)
     await sandbox.write_file("scratch.txt", "temporary")
@@ -740,7 +738,7 @@ async def test_reset_replaces_the_instance_and_reapplies_the_seed(
 
 
 async def test_reset_of_an_unused_sandbox_provisions_a_fresh_one(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sandbox = make_sandbox(provider, seed=SEED)
     await sandbox.reset()
@@ -748,7 +746,7 @@ async def test_reset_of_an_unused_sandbox_provisions_a_fresh_one(
     assert provider.live[KEY].file("/workspace/seed.txt") is not None
 
 
-def test_key_workdir_and_repr(provider: RecordingProvider) -> None:
+def test_key_workdir_and_repr(provider: FakeProvider) -> None:
     sandbox = make_sandbox(provider)
     assert sandbox.key == KEY
     assert sandbox.workdir == "/workspace"

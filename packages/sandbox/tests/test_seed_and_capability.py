@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import RecordingProvider, Reply
+from fakes import FakeProvider, Reply
 from pydantic import BaseModel
 
 from pai.core import (
@@ -84,7 +84,7 @@ BAD_SEEDS: list[tuple[str, list[SeedFile], str, str]] = [
     ids=[case[0] for case in BAD_SEEDS],
 )
 def test_bad_seed_paths_are_refused_at_construction_with_the_provider_untouched(
-    provider: RecordingProvider, seed: list[SeedFile], named: str, fix: str
+    provider: FakeProvider, seed: list[SeedFile], named: str, fix: str
 ) -> None:
     with pytest.raises(SeedPathError) as refused:
         sandbox_capability(provider=provider, seed=seed)
@@ -97,21 +97,21 @@ def test_bad_seed_paths_are_refused_at_construction_with_the_provider_untouched(
     assert provider.aclose_calls == 0
 
 
-def test_seed_entries_must_be_seed_files(provider: RecordingProvider) -> None:
+def test_seed_entries_must_be_seed_files(provider: FakeProvider) -> None:
     with pytest.raises(SeedPathError, match="SeedFile"):
         sandbox_capability(provider=provider, seed=[("/workspace/a", "x")])  # type: ignore[list-item]
     assert provider.log == []
 
 
 def test_a_seed_path_with_a_nul_byte_is_refused_before_any_io(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     with pytest.raises(SandboxPathError, match="NUL"):
         sandbox_capability(provider=provider, seed=[SeedFile("/workspace/a\x00b", "x")])
     assert provider.log == []
 
 
-def test_create_sandbox_service_checks_seeds_too(provider: RecordingProvider) -> None:
+def test_create_sandbox_service_checks_seeds_too(provider: FakeProvider) -> None:
     with pytest.raises(SeedPathError):
         create_sandbox_service(provider=provider, seed=[SeedFile("/tmp/x", "x")])
     assert provider.log == []
@@ -134,7 +134,7 @@ def test_valid_seed_paths_come_back_normalized() -> None:
     )
 
 
-def test_the_service_keeps_the_normalized_seed(provider: RecordingProvider) -> None:
+def test_the_service_keeps_the_normalized_seed(provider: FakeProvider) -> None:
     service = create_sandbox_service(provider=provider, seed=[SeedFile("/workspace/a/../b", "x")])
     assert service.sessions.seed == (SeedFile("/workspace/b", "x"),)
     assert provider.log == []
@@ -144,7 +144,7 @@ def test_the_service_keeps_the_normalized_seed(provider: RecordingProvider) -> N
 
 
 def test_sandbox_capability_binds_the_sandbox_token_with_thread_scope_by_default(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     binding = sandbox_capability(provider=provider)
     assert isinstance(binding, CapabilityBinding)
@@ -155,20 +155,18 @@ def test_sandbox_capability_binds_the_sandbox_token_with_thread_scope_by_default
 
 
 @pytest.mark.parametrize("scope", ["thread", "rootThread", "user", "scope", "global"])
-def test_sandbox_capability_keeps_the_given_scope(
-    provider: RecordingProvider, scope: ScopeKind
-) -> None:
+def test_sandbox_capability_keeps_the_given_scope(provider: FakeProvider, scope: ScopeKind) -> None:
     assert sandbox_capability(provider=provider, scope=scope).scope == scope
 
 
-def test_sandbox_capability_keeps_a_custom_scope(provider: RecordingProvider) -> None:
+def test_sandbox_capability_keeps_a_custom_scope(provider: FakeProvider) -> None:
     def per_user(s: CapabilityScopeInput) -> str:
         return f"{s.scope_key}/{s.user_key}"
 
     assert sandbox_capability(provider=provider, scope=per_user).scope is per_user
 
 
-def test_binding_acquire_is_a_lazy_facade_for_the_key(provider: RecordingProvider) -> None:
+def test_binding_acquire_is_a_lazy_facade_for_the_key(provider: FakeProvider) -> None:
     binding = sandbox_capability(
         provider=provider, default_timeout=9, output_limit=123, read_limit=456
     )
@@ -196,7 +194,7 @@ def test_an_object_that_is_not_a_provider_is_refused(not_a_provider: object) -> 
 
 
 def test_service_acquire_derives_the_thread_key_the_runtime_derives(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     service = create_sandbox_service(provider=provider)
     facade = service.acquire(scope_key="acme", thread_id="t-1")
@@ -217,7 +215,7 @@ def test_service_acquire_derives_the_thread_key_the_runtime_derives(
     ids=["thread", "rootThread", "rootThread-top-level", "user", "scope", "global"],
 )
 def test_service_acquire_derives_built_in_scope_keys(
-    provider: RecordingProvider, scope: ScopeKind, acquire: dict[str, Any], parts: tuple[str, ...]
+    provider: FakeProvider, scope: ScopeKind, acquire: dict[str, Any], parts: tuple[str, ...]
 ) -> None:
     service = create_sandbox_service(provider=provider, scope=scope)
     facade = service.acquire(scope_key="acme", **acquire)
@@ -225,7 +223,7 @@ def test_service_acquire_derives_built_in_scope_keys(
     assert provider.log == []
 
 
-def test_service_acquire_uses_a_custom_scope_key_verbatim(provider: RecordingProvider) -> None:
+def test_service_acquire_uses_a_custom_scope_key_verbatim(provider: FakeProvider) -> None:
     seen: list[CapabilityScopeInput] = []
 
     def custom(s: CapabilityScopeInput) -> str:
@@ -244,7 +242,7 @@ def test_service_acquire_uses_a_custom_scope_key_verbatim(provider: RecordingPro
 
 @pytest.mark.parametrize("user_key", [None, ""])
 def test_user_scope_without_a_user_key_is_a_binding_error(
-    provider: RecordingProvider, user_key: str | None
+    provider: FakeProvider, user_key: str | None
 ) -> None:
     service = create_sandbox_service(provider=provider, scope="user")
     with pytest.raises(CapabilityBindingError, match="user_key") as refused:
@@ -253,7 +251,7 @@ def test_user_scope_without_a_user_key_is_a_binding_error(
     assert provider.log == []
 
 
-def test_service_facades_share_the_service_options(provider: RecordingProvider) -> None:
+def test_service_facades_share_the_service_options(provider: FakeProvider) -> None:
     service = create_sandbox_service(
         provider=provider, default_timeout=None, output_limit=64, read_limit=128
     )
@@ -266,7 +264,7 @@ def test_service_facades_share_the_service_options(provider: RecordingProvider) 
     [("read_limit", 0), ("read_limit", "64MiB"), ("output_limit", -1), ("default_timeout", "5")],
 )
 def test_bad_limits_are_refused_when_the_binding_is_built_naming_the_option(
-    provider: RecordingProvider, option: str, value: object
+    provider: FakeProvider, option: str, value: object
 ) -> None:
     with pytest.raises(SandboxInputError, match=f"^{option} must be"):
         sandbox_capability(provider=provider, **{option: value})
@@ -324,7 +322,7 @@ RUNTIME_SCOPES: list[tuple[str, CapabilityScope, str]] = [
     ids=[case[0] for case in RUNTIME_SCOPES],
 )
 async def test_the_service_reaches_the_instance_a_runtime_tool_used(
-    provider: RecordingProvider, scope: CapabilityScope, key: str
+    provider: FakeProvider, scope: CapabilityScope, key: str
 ) -> None:
     service = create_sandbox_service(provider=provider, scope=scope)
     keys_seen: list[str] = []
@@ -362,7 +360,7 @@ async def test_the_service_reaches_the_instance_a_runtime_tool_used(
     [("thread", True), ("rootThread", True), ("user", False), ("scope", False), ("global", False)],
 )
 async def test_runtime_thread_delete_disposes_the_threads_sandbox(
-    provider: RecordingProvider, scope: ScopeKind, disposed: bool
+    provider: FakeProvider, scope: ScopeKind, disposed: bool
 ) -> None:
     service = create_sandbox_service(provider=provider, scope=scope)
     async with create_test_runtime(
@@ -379,7 +377,7 @@ async def test_runtime_thread_delete_disposes_the_threads_sandbox(
 
 @pytest.mark.anyio
 async def test_runtime_aclose_closes_the_provider_and_destroys_nothing(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     service = create_sandbox_service(provider=provider)
     runtime = create_test_runtime(

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
-from fakes import RecordingProvider
+from fakes import FakeProvider
 
 from pai.sandbox import (
     SandboxClosedError,
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 SEED = (SeedFile("/workspace/README.md", "# seeded\n"),)
 
 
-async def test_handle_provisions_nothing(provider: RecordingProvider) -> None:
+async def test_handle_provisions_nothing(provider: FakeProvider) -> None:
     sessions = create_sandbox_session_manager(provider=provider, seed=SEED)
     handle = sessions.handle("k")
     create_sandbox(handle)
@@ -31,7 +31,7 @@ async def test_handle_provisions_nothing(provider: RecordingProvider) -> None:
 
 
 async def test_first_use_finds_then_creates_and_writes_the_seed(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sessions = create_sandbox_session_manager(provider=provider, seed=SEED)
     instance = await sessions.handle("k").instance()
@@ -45,7 +45,7 @@ async def test_first_use_finds_then_creates_and_writes_the_seed(
 
 
 async def test_later_uses_reuse_the_cached_instance_without_provider_calls(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sessions = create_sandbox_session_manager(provider=provider)
     first = await sessions.instance("k")
@@ -55,7 +55,7 @@ async def test_later_uses_reuse_the_cached_instance_without_provider_calls(
 
 
 async def test_an_instance_the_provider_already_has_is_found_not_recreated(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     existing = await provider.create("k")  # made earlier (another process, a previous run)
     provider.log.clear()
@@ -67,7 +67,7 @@ async def test_an_instance_the_provider_already_has_is_found_not_recreated(
     assert existing.file("/workspace/README.md") is None
 
 
-async def test_seed_is_written_again_after_replace(provider: RecordingProvider) -> None:
+async def test_seed_is_written_again_after_replace(provider: FakeProvider) -> None:
     sessions = create_sandbox_session_manager(provider=provider, seed=SEED)
     first = await sessions.instance("k")
     second = await sessions.replace("k", first)
@@ -80,7 +80,7 @@ async def test_seed_is_written_again_after_replace(provider: RecordingProvider) 
     assert seeded.content == b"# seeded\n"
 
 
-async def test_executable_seed_files_get_mode_0755(provider: RecordingProvider) -> None:
+async def test_executable_seed_files_get_mode_0755(provider: FakeProvider) -> None:
     sessions = create_sandbox_session_manager(
         provider=provider,
         seed=[
@@ -98,7 +98,7 @@ async def test_executable_seed_files_get_mode_0755(provider: RecordingProvider) 
 
 
 async def test_1000_concurrent_acquires_over_100_keys_create_exactly_100_instances(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     """The issue's proof of single flight: creations are held open until every caller waits."""
     provider.gate = anyio.Event()
@@ -136,7 +136,7 @@ async def test_1000_concurrent_acquires_over_100_keys_create_exactly_100_instanc
 
 
 async def test_concurrent_replaces_of_one_vanished_instance_make_one_replacement(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sessions = create_sandbox_session_manager(provider=provider, seed=SEED)
     stale = await sessions.instance("k")
@@ -172,7 +172,7 @@ async def test_concurrent_replaces_of_one_vanished_instance_make_one_replacement
 
 
 async def test_replace_without_stale_always_makes_a_fresh_instance(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sessions = create_sandbox_session_manager(provider=provider)
     first = await sessions.instance("k")
@@ -182,7 +182,7 @@ async def test_replace_without_stale_always_makes_a_fresh_instance(
     assert provider.destroys == ["k", "k"]
 
 
-async def test_dispose_destroys_and_forgets(provider: RecordingProvider) -> None:
+async def test_dispose_destroys_and_forgets(provider: FakeProvider) -> None:
     sessions = create_sandbox_session_manager(provider=provider)
     handle = sessions.handle("k")
     first = await handle.instance()
@@ -196,7 +196,7 @@ async def test_dispose_destroys_and_forgets(provider: RecordingProvider) -> None
 
 
 async def test_dispose_of_a_never_used_key_only_asks_the_provider_to_destroy(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sessions = create_sandbox_session_manager(provider=provider)
     await sessions.dispose("never-used")
@@ -204,7 +204,7 @@ async def test_dispose_of_a_never_used_key_only_asks_the_provider_to_destroy(
 
 
 async def test_a_dispose_racing_first_use_keeps_single_flight(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     """A caller queued behind a dispose and a caller arriving later share one creation."""
     sessions = create_sandbox_session_manager(provider=provider)
@@ -237,7 +237,7 @@ async def test_a_dispose_racing_first_use_keeps_single_flight(
 
 
 async def test_aclose_closes_the_provider_and_keeps_instances(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sessions = create_sandbox_session_manager(provider=provider)
     await sessions.instance("a")
@@ -260,7 +260,7 @@ USES_AFTER_CLOSE: dict[str, Callable[[SandboxSessionManager], Awaitable[object]]
 
 @pytest.mark.parametrize("use", list(USES_AFTER_CLOSE))
 async def test_use_after_aclose_raises_a_clear_closed_error(
-    provider: RecordingProvider, use: str
+    provider: FakeProvider, use: str
 ) -> None:
     sessions = create_sandbox_session_manager(provider=provider)
     await sessions.instance("k")
@@ -276,7 +276,7 @@ async def test_use_after_aclose_raises_a_clear_closed_error(
 
 
 async def test_a_first_use_waiting_on_the_key_lock_sees_the_close(
-    provider: RecordingProvider,
+    provider: FakeProvider,
 ) -> None:
     sessions = create_sandbox_session_manager(provider=provider)
     provider.gate = anyio.Event()

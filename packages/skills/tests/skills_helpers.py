@@ -5,71 +5,27 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 
 from pai.core import Message, RuntimeContextInput, ToolContext, ToolResultMessage, define_tool
-from pai.sandbox import FileWrite, SandboxInstance, SandboxProvider, sandbox
+from pai.sandbox import sandbox
+from pai.sandbox.testing import RecordingProvider
 from pai.skills import SkillAvailableInput
 
 
-class CountingInstance:
-    """A provider's instance that records every batch write (one list of paths per round trip)."""
-
-    def __init__(self, inner: SandboxInstance, writes: list[list[str]]) -> None:
-        self._inner = inner
-        self._writes = writes
+class CountingProvider(RecordingProvider):
+    """Wraps a real provider and records its calls; ``writes`` holds the paths of each
+    ``write_files`` round trip and ``created`` the keys of each instance created."""
 
     @property
-    def key(self) -> str:
-        return self._inner.key
+    def writes(self) -> list[list[str]]:
+        return [[file.path for file in call.arguments[0]] for call in self.calls_to("write_files")]
 
     @property
-    def instance_id(self) -> str:
-        return self._inner.instance_id
-
-    async def write_files(self, files: Sequence[FileWrite]) -> None:
-        self._writes.append([file.path for file in files])
-        await self._inner.write_files(files)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class CountingProvider:
-    """Wraps a real provider; ``writes`` holds the paths of each ``write_files`` round trip and
-    ``created`` the keys of each instance created."""
-
-    def __init__(self, inner: SandboxProvider) -> None:
-        self.inner = inner
-        self.writes: list[list[str]] = []
-        self.created: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def features(self) -> Any:
-        return self.inner.features
-
-    async def create(self, key: str) -> CountingInstance:
-        self.created.append(key)
-        return CountingInstance(await self.inner.create(key), self.writes)
-
-    async def find(self, key: str) -> CountingInstance | None:
-        found = await self.inner.find(key)
-        return None if found is None else CountingInstance(found, self.writes)
-
-    async def destroy(self, key: str) -> None:
-        await self.inner.destroy(key)
-
-    async def list_instances(self) -> Any:
-        return await self.inner.list_instances()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+    def created(self) -> list[str]:
+        return [cast("str", call.key) for call in self.calls_to("create")]
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ for an asyncio-only SDK. Requires pytest (``pai-sandbox[testing]``). pai-sandbox
 that differed. The contract the checks hold a provider to is written out in
 :mod:`pai.sandbox.provider`; some checks go below the facade (``instance_of``) where the facade
 would hide a provider's mistake (bytes it decodes, a read limit it checks again).
+
+:class:`RecordingProvider` wraps any provider and records each call that reaches it (a
+:class:`ProviderCall`), for tests and benchmarks that count round trips.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ from pai.sandbox._errors import (
     SandboxNotADirectoryError,
 )
 from pai.sandbox._provider import SandboxInstance, SandboxProvider
+from pai.sandbox._recording import ProviderCall as ProviderCall
+from pai.sandbox._recording import RecordingInstance as RecordingInstance
+from pai.sandbox._recording import RecordingProvider as RecordingProvider
 from pai.sandbox._sandbox import DEFAULT_READ_LIMIT, Sandbox
 from pai.sandbox._session import SandboxSessionManager
 from pai.sandbox._types import FileWrite, SeedFile

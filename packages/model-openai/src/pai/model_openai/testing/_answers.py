@@ -12,28 +12,6 @@ from pydantic import JsonValue
 
 from pai.core import Usage
 
-__all__ = [
-    "Answer",
-    "CutStream",
-    "ErrorAnswer",
-    "FunctionCall",
-    "MalformedChunk",
-    "RecordedRequest",
-    "ScriptedAnswer",
-    "StalledStream",
-    "StreamError",
-    "TextAnswer",
-    "ToolCallsAnswer",
-    "cut_stream",
-    "error_answer",
-    "function_call",
-    "malformed_chunk",
-    "stalled_stream",
-    "stream_error",
-    "text_answer",
-    "tool_calls_answer",
-]
-
 _call_ids = itertools.count(1)
 
 
