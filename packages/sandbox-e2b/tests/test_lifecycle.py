@@ -105,6 +105,25 @@ async def test_another_process_finds_the_sandbox_by_key(
     assert marker == "written by the first process"
 
 
+async def test_a_process_that_used_the_provider_exits_cleanly(
+    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
+) -> None:
+    # The SDK's I/O threads could still be handing a result over when the interpreter shut
+    # down, which aborted about one process in four (SIGABRT) after a successful run; the
+    # provider's exit hook waits for them. Eight runs make a regression all but certain to show.
+    sandbox = sandbox_on(provider, key)
+    await sandbox.write_file("marker.txt", "written by the first process")
+    codes: list[int] = []
+    for _ in range(8):
+        done = await anyio.run_process(
+            [sys.executable, "-c", FIND_IN_ANOTHER_PROCESS, namespace, key],
+            env={**os.environ, **emulator.env},
+            check=False,
+        )
+        codes.append(done.returncode)
+    assert codes == [0] * 8
+
+
 async def test_expiry_mid_conversation_gives_a_fresh_sandbox_with_the_seed(
     emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:
