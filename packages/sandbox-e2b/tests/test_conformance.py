@@ -15,7 +15,7 @@ from pai.sandbox_e2b.testing import E2BEmulator
 
 class TestE2BConformance(SandboxProviderConformance):
     @pytest.fixture
-    def anyio_backend(self) -> str:  # type: ignore[override]
+    def anyio_backend(self) -> str:
         return "asyncio"
 
     @pytest.fixture(autouse=True)

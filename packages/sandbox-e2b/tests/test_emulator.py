@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio.to_thread
 import pytest
 from e2b import (
+    ApiParams,
     AsyncSandbox,
     AuthenticationException,
     FileNotFoundException,
@@ -30,7 +31,7 @@ from pai.sandbox_e2b.testing import E2BEmulator
 pytestmark = pytest.mark.anyio
 
 
-def options(emulator: E2BEmulator) -> dict[str, str]:
+def options(emulator: E2BEmulator) -> ApiParams:
     return {"api_key": emulator.api_key, "api_url": emulator.url, "sandbox_url": emulator.url}
 
 

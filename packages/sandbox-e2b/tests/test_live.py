@@ -28,7 +28,7 @@ class TestE2BLiveConformance(SandboxProviderConformance):
     live_namespace: ClassVar[str] = f"pai-live-test-{uuid.uuid4().hex[:8]}"
 
     @pytest.fixture
-    def anyio_backend(self) -> str:  # type: ignore[override]
+    def anyio_backend(self) -> str:
         return "asyncio"
 
     def create_provider(self) -> SandboxProvider:

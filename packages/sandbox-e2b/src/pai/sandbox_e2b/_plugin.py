@@ -38,30 +38,39 @@ class E2BOptions(BaseModel):
     # strict: `timeout = "5"` is a mistake to report, not a string to convert.
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", strict=True)
 
-    template: str = Field("base", min_length=1, description="E2B template name or id")
+    template: str = Field(default="base", min_length=1, description="E2B template name or id")
     timeout: int = Field(
-        300,
+        default=300,
         gt=0,
         le=MAX_TIMEOUT,
         description="seconds a sandbox lives after create or connect (1 to 86 400: 24 h)",
     )
-    api_key: str | None = Field(None, min_length=1, description="default: E2B_API_KEY")
-    domain: str | None = Field(None, min_length=1, description="default: E2B_DOMAIN or e2b.app")
-    api_url: str | None = Field(None, min_length=1, description="default: E2B_API_URL")
-    sandbox_url: str | None = Field(None, min_length=1, description="default: E2B_SANDBOX_URL")
+    api_key: str | None = Field(default=None, min_length=1, description="default: E2B_API_KEY")
+    domain: str | None = Field(
+        default=None, min_length=1, description="default: E2B_DOMAIN or e2b.app"
+    )
+    api_url: str | None = Field(default=None, min_length=1, description="default: E2B_API_URL")
+    sandbox_url: str | None = Field(
+        default=None, min_length=1, description="default: E2B_SANDBOX_URL"
+    )
     metadata: dict[str, str] = Field(
         default_factory=dict[str, str], description="added to every sandbox's metadata"
     )
     namespace: str = Field(
-        "pai", min_length=1, description="the sandboxes `pai sandbox ls/rm/prune` see"
+        default="pai", min_length=1, description="the sandboxes `pai sandbox ls/rm/prune` see"
     )
     env: dict[str, str] = Field(
         default_factory=dict[str, str], description="environment of every sandbox"
     )
-    allow_internet_access: bool = Field(False, description="true lets commands reach the internet")
-    user: str = Field("user", min_length=1, description="the sandbox user commands run as")
+    allow_internet_access: bool = Field(
+        default=False, description="true lets commands reach the internet"
+    )
+    user: str = Field(default="user", min_length=1, description="the sandbox user commands run as")
     request_timeout: float = Field(
-        30.0, gt=0, allow_inf_nan=False, description="seconds an E2B API or envd request may take"
+        default=30.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="seconds an E2B API or envd request may take",
     )
 
     @field_validator("api_url", "sandbox_url")
