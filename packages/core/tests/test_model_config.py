@@ -93,11 +93,16 @@ def config_in(tmp_path: Path, toml: str, environ: dict[str, str] | None = None) 
     return load_config(tmp_path, environ=NO_ENV if environ is None else environ)
 
 
-async def answer(agent_model: object = None, **runtime: object) -> str | None:
-    agent = define_agent(name="main", model=agent_model)  # type: ignore[arg-type]
+async def answer(
+    agent_model: Model | str | None = None,
+    *,
+    plugins: Plugins | None = None,
+    config: PaiConfig | None = None,
+) -> str | None:
+    agent = define_agent(name="main", model=agent_model)
     async with create_agent_runtime(
-        agent=agent, scope_key=scope_of, storage=InMemoryStorage(), **runtime
-    ) as built:  # type: ignore[arg-type]
+        agent=agent, scope_key=scope_of, storage=InMemoryStorage(), plugins=plugins, config=config
+    ) as built:
         thread = await built.admin(identity=None).create_thread()
         return (await thread.send("hi")).text
 

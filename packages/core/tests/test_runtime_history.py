@@ -7,7 +7,14 @@ from collections.abc import Sequence
 import pytest
 from helpers import Who, build_agent, build_runtime
 
-from pai.core import InMemoryStorage, Message, ModelRequest, ThreadRecord, UserMessage
+from pai.core import (
+    AssistantMessage,
+    InMemoryStorage,
+    Message,
+    ModelRequest,
+    ThreadRecord,
+    UserMessage,
+)
 from pai.core._lifecycle import HistorySnapshot
 from pai.core.testing import FunctionModel, text
 
@@ -49,7 +56,7 @@ async def test_each_turn_decodes_only_the_messages_added_since_the_last_turn() -
 async def test_the_model_still_sees_the_whole_history_in_order() -> None:
     seen: list[list[str | None]] = []
 
-    def model(request: ModelRequest) -> Message:
+    def model(request: ModelRequest) -> AssistantMessage:
         seen.append([getattr(m, "content", None) for m in request.messages])
         return text(f"answer {len(seen)}")
 
@@ -83,7 +90,7 @@ async def test_a_thread_deleted_and_created_again_elsewhere_is_not_read_from_the
     storage = InMemoryStorage()
     seen: list[list[str | None]] = []
 
-    def model(request: ModelRequest) -> Message:
+    def model(request: ModelRequest) -> AssistantMessage:
         seen.append([getattr(m, "content", None) for m in request.messages])
         return text("ok")
 
@@ -106,7 +113,7 @@ async def test_a_thread_deleted_and_created_again_elsewhere_is_not_read_from_the
 async def test_recorded_errors_never_reach_the_model_from_the_cached_history() -> None:
     calls = 0
 
-    def model(request: ModelRequest) -> Message:
+    def model(request: ModelRequest) -> AssistantMessage:
         nonlocal calls
         calls += 1
         if calls == 1:
@@ -128,7 +135,7 @@ async def test_recorded_errors_never_reach_the_model_from_the_cached_history() -
 async def test_cached_messages_share_their_fields_set_and_still_serialize_and_copy() -> None:
     seen: list[Sequence[Message]] = []
 
-    def model(request: ModelRequest) -> Message:
+    def model(request: ModelRequest) -> AssistantMessage:
         seen.append(request.messages)
         return text("ok")
 

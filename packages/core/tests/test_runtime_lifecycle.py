@@ -35,6 +35,7 @@ from pai.core import (
     RuntimeClosedError,
     ThreadDeletedError,
     ThreadNotFoundError,
+    ThreadRecord,
     Tool,
     ToolContext,
     create_agent_runtime,
@@ -354,6 +355,7 @@ async def test_deleting_a_thread_cancels_work_running_in_its_delegated_threads()
     model = ScriptedModel([tool_call("helper", {"task": "block"}), text("never")])
     runtime = build_runtime(agent, boxes, model=model)
     thread = await new_thread(runtime)
+    child: ThreadRecord | None = None
 
     with anyio.fail_after(LIMIT):
         async with anyio.create_task_group() as tg:
@@ -362,6 +364,7 @@ async def test_deleting_a_thread_cancels_work_running_in_its_delegated_threads()
             [child] = await thread.children()
             await thread.delete()
 
+    assert child is not None
     assert blocker.cancelled.is_set()
     assert {d.thread_id for d in boxes.dispose_inputs} == {thread.id, child.id}
 

@@ -426,7 +426,7 @@ def test_every_str_round_trips_exactly_through_every_backend(
     messages: list[Message] = [
         UserMessage(content=content),
         AssistantMessage(
-            content=content, tool_calls=[ToolCall(id=key, name=content, arguments={key: content})]
+            content=content, tool_calls=(ToolCall(id=key, name=content, arguments={key: content}),)
         ),
         ToolResultMessage(
             tool_call_id=key, tool_name=agent_name, content=content, output={key: [content]}

@@ -7,7 +7,7 @@ They reach the runtime through two small interfaces, :class:`ThreadOperations` a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -152,7 +152,7 @@ class ThreadHandle:
         """Add a user message and run the agent until it answers (or needs external results)."""
         return await self._runs.send(self._caller, self.id, text)
 
-    async def stream(self, text: str) -> AsyncIterator[RunEvent]:
+    async def stream(self, text: str) -> AsyncGenerator[RunEvent, None]:
         """``send``, streamed: add a user message, run the agent, and yield what happens.
 
         Yields the model's events as they arrive (:class:`~pai.core.TextDelta`, the tool call
