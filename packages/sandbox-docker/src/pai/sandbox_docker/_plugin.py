@@ -32,19 +32,20 @@ class DockerOptions(BaseModel):
     workdir: str = "/workspace"
     user: str | None = None
     env: dict[str, str] = Field(default_factory=dict[str, str])
-    cpus: float | None = Field(None, gt=0)
+    cpus: float | None = Field(default=None, gt=0)
     memory: str | int | None = "512m"
-    pids_limit: int | None = Field(256, gt=0)
+    pids_limit: int | None = Field(default=256, gt=0)
     network: str = "none"
     labels: dict[str, str] = Field(default_factory=dict[str, str])
-    namespace: str = Field("pai", min_length=1)
-    idle_ttl: float | None = Field(None, ge=0, description="seconds")
+    namespace: str = Field(default="pai", min_length=1)
+    idle_ttl: float | None = Field(default=None, ge=0, description="seconds")
     docker_host: str | None = None
     runtime: str | None = Field(
-        None, description='OCI runtime of the engine, e.g. "runsc" (gVisor); None: the default'
+        default=None,
+        description='OCI runtime of the engine, e.g. "runsc" (gVisor); None: the default',
     )
     disk: str | None = Field(
-        None,
+        default=None,
         description='writable-layer size limit, e.g. "2g"; needs a storage driver with quotas',
     )
 
