@@ -280,7 +280,8 @@ async def test_an_output_callback_that_cannot_be_called_is_refused(
     provider: FakeProvider, name: str
 ) -> None:
     with pytest.raises(SandboxInputError, match=name):
-        await make_sandbox(provider).run_command("true", **{name: "print"})
+        # A str where a callable belongs, on purpose.
+        await make_sandbox(provider).run_command("true", **{name: "print"})  # pyright: ignore[reportArgumentType]
     assert provider.log == []
 
 

@@ -267,9 +267,9 @@ def test_bad_limits_are_refused_when_the_binding_is_built_naming_the_option(
     provider: FakeProvider, option: str, value: object
 ) -> None:
     with pytest.raises(SandboxInputError, match=f"^{option} must be"):
-        sandbox_capability(provider=provider, **{option: value})
+        sandbox_capability(provider=provider, **{option: value})  # pyright: ignore[reportArgumentType]
     with pytest.raises(SandboxInputError, match=f"^{option} must be"):
-        create_sandbox_service(provider=provider, **{option: value})
+        create_sandbox_service(provider=provider, **{option: value})  # pyright: ignore[reportArgumentType]
     assert provider.log == []
 
 

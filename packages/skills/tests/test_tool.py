@@ -21,6 +21,7 @@ from pai.core.testing import (
 from pai.skills import (
     TOOL_ID,
     SkillEntry,
+    SkillFile,
     SkillToolNotFound,
     SkillToolOk,
     SkillToolUnavailable,
@@ -229,7 +230,7 @@ async def test_paths_leaving_or_rewriting_the_folder_match_no_file() -> None:
     )
 
     for (path, hint), saved in zip(suggested.items(), tool_results(result.messages), strict=True):
-        assert saved.output is not None
+        assert isinstance(saved.output, dict)
         assert saved.output["status"] == "not_found"
         assert saved.content == (
             f"The skill 'matter-intake' has no file {path!r}. Its files: SKILL.md, "
@@ -346,10 +347,10 @@ async def test_the_tool_output_is_the_structured_skill_tool_output() -> None:
 
 
 async def test_a_binary_file_has_binary_true_and_empty_text_and_is_not_sent_to_a_sandbox() -> None:
-    logo = {"path": "logo.png", "data": {"type": "data", "data": "iVBORw0KGgo="}}
+    logo: SkillFile = {"path": "logo.png", "data": {"type": "data", "data": "iVBORw0KGgo="}}
     entry = SkillEntry(
         name="brand", description="Brand rules.", body="Use the logo.\n", files=(logo,)
-    )  # type: ignore[arg-type]
+    )
     skills = define_skills(skills=[entry])
 
     _, result = await run(
@@ -357,7 +358,7 @@ async def test_a_binary_file_has_binary_true_and_empty_text_and_is_not_sent_to_a
     )
 
     [saved] = tool_results(result.messages)
-    assert saved.output is not None
+    assert isinstance(saved.output, dict)
     assert saved.output["binary"] is True
     assert saved.content == (
         '<skill_file name="brand" path="logo.png" binary="true">\n'
