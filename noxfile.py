@@ -100,12 +100,23 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    """pyright strict on every package's src/, and the typing tests that prove what it catches."""
+    """pyright strict on every package's src/ and the typing tests that prove what it catches,
+    basic on the other tests, the benchmarks, the examples and the scripts."""
     editable = [arg for folder in PACKAGES.values() for arg in ("-e", _with_extras(folder))]
+    # The tests are checked too, so what every package's test group needs (pytest, hypothesis,
+    # trio, uvicorn: workspace packages are installed above).
+    tests_need = sorted(
+        {
+            req
+            for folder in PACKAGES.values()
+            for req in nox.project.dependency_groups(_pyproject(folder), "test")
+            if _name(req) not in PACKAGES
+        }
+    )
     # trio: code that detects a trio host imports it there (pai.model_openai); pyright resolves it.
     # types-pyyaml: PyYAML ships no annotations (pai-skills parses frontmatter with it).
     session.install(
-        *editable, "pyright[nodejs]>=1.1.390", "pytest>=8.3", "trio>=0.27", "types-pyyaml>=6.0"
+        *editable, *tests_need, "pyright[nodejs]>=1.1.390", "trio>=0.27", "types-pyyaml>=6.0"
     )
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pyright"]
     for folder in PACKAGES.values():
