@@ -56,7 +56,7 @@ def serve() -> None:
 
 
 @contextlib.asynccontextmanager
-async def test_server(in_process: bool) -> AsyncIterator[str]:
+async def answer_server(in_process: bool) -> AsyncIterator[str]:
     """The base URL of a test server with the benchmark's answers, in this process or its own."""
     if in_process:
         async with OpenAITestServer([_answer() for _ in range(ANSWERS)]) as server:
@@ -76,7 +76,7 @@ async def test_server(in_process: bool) -> AsyncIterator[str]:
 
 
 async def bench(backend: str, in_process: bool) -> None:
-    async with test_server(in_process) as base_url:
+    async with answer_server(in_process) as base_url:
         raw = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
         model = OpenAIModel("bench-model", base_url=base_url, api_key="bench")
         agent = define_agent(name="bench", instructions=INSTRUCTIONS, model=model)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
+from inmemory_helpers import MakeProvider
 from just_bash import ExecutionLimits
 
 from pai.sandbox_inmemory import (
@@ -13,8 +14,6 @@ from pai.sandbox_inmemory import (
     InMemorySandboxProvider,
     create_in_memory_sandbox_provider,
 )
-
-MakeProvider = Callable[..., InMemorySandboxProvider]
 
 
 @pytest.fixture(params=["asyncio", "trio"])

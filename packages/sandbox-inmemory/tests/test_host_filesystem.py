@@ -10,22 +10,19 @@ from __future__ import annotations
 import threading
 import time
 import tracemalloc
-from collections.abc import Callable
 
 import anyio
 import pytest
+from inmemory_helpers import MakeProvider
 
 from pai.sandbox import FileWrite, RawCommandResult
 from pai.sandbox_inmemory import (
     InMemorySandboxInstance,
-    InMemorySandboxProvider,
 )
 from pai.sandbox_inmemory._hostfs import PATH_MAX, HostFs, drive
 
 pytestmark = pytest.mark.anyio
 
-MakeProvider = Callable[..., InMemorySandboxProvider]
-"""The ``make_provider`` fixture (conftest): providers with options, closed after the test."""
 
 MiB = 1024 * 1024
 

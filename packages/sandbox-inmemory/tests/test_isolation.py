@@ -11,11 +11,11 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
+from inmemory_helpers import MakeProvider
 
 from pai.sandbox import FileWrite, RawCommandResult
 from pai.sandbox_inmemory import (
@@ -28,8 +28,6 @@ from pai.sandbox_inmemory import (
 
 pytestmark = pytest.mark.anyio
 
-MakeProvider = Callable[..., InMemorySandboxProvider]
-"""The ``make_provider`` fixture (conftest): providers with options, closed after the test."""
 
 MiB = 1024 * 1024
 SECRET = "hunter2-host-secret"

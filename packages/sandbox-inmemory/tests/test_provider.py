@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from inmemory_helpers import MakeProvider
 
 from pai.sandbox import (
     FileWrite,
@@ -46,8 +47,6 @@ from pai.sandbox_inmemory import (
 
 pytestmark = pytest.mark.anyio
 
-MakeProvider = Callable[..., InMemorySandboxProvider]
-"""The ``make_provider`` fixture (conftest): providers with options, closed after the test."""
 
 MiB = 1024 * 1024
 READ_LIMIT = 64 * MiB

@@ -22,12 +22,12 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
+import functools
 import hashlib
 import logging
 import os
 import posixpath
 import shlex
-import threading
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -108,9 +108,6 @@ _STDIN_CHUNK = 1024 * 1024
 #: How long the interpreter waits at exit for the SDK's I/O threads (see ``_settle_sdk_threads``).
 SDK_EXIT_GRACE_SECONDS = 0.05
 
-_exit_grace_registered = threading.Lock()
-_exit_grace_done = False
-
 
 def _settle_sdk_threads() -> None:
     """Give the SDK's HTTP I/O threads a moment before the interpreter finalizes.
@@ -125,13 +122,10 @@ def _settle_sdk_threads() -> None:
     time.sleep(SDK_EXIT_GRACE_SECONDS)
 
 
+@functools.cache
 def _register_exit_grace() -> None:
     """Register ``_settle_sdk_threads`` once per process, when a provider is first built."""
-    global _exit_grace_done
-    with _exit_grace_registered:
-        if not _exit_grace_done:
-            atexit.register(_settle_sdk_threads)
-            _exit_grace_done = True
+    atexit.register(_settle_sdk_threads)
 
 
 def _version() -> str:

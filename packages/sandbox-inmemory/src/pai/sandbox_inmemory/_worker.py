@@ -120,9 +120,10 @@ def _read_only(mode: object, flags: object) -> bool:
 
 
 def make_audit_hook(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
-    """The worker's audit hook: the events of ``_REFUSED_EVENTS`` / ``_REFUSED_PREFIXES``, and
-    those of its own table allowed only for some arguments (read-only opens and folder listings
-    under ``readable_roots``, ``:memory:`` databases), raise ``HostAccessRefused``."""
+    """The worker's audit hook. It raises ``HostAccessRefused`` for the events of
+    ``_REFUSED_EVENTS`` and ``_REFUSED_PREFIXES``, and for the events of ``allowed_when`` unless
+    their arguments are allowed (read-only opens and folder listings under ``readable_roots``,
+    ``:memory:`` databases); every other event passes."""
 
     def readable(path: object) -> bool:
         if isinstance(path, bytes):
@@ -157,7 +158,11 @@ def make_audit_hook(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
         elif event not in _REFUSED_EVENTS and not event.startswith(_REFUSED_PREFIXES):
             return
         what = f"({args[0]!r})" if args and isinstance(args[0], str | bytes) else ""
-        raise HostAccessRefused(f"pai-sandbox-inmemory: {event}{what} is not allowed")
+        raise HostAccessRefused(
+            f"pai-sandbox-inmemory: {event}{what} is not allowed: a command cannot reach the "
+            "host (its files, processes or network); use the sandbox's own files, e.g. under "
+            "/workspace"
+        )
 
     return _audit
 

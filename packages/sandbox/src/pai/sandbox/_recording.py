@@ -46,7 +46,7 @@ class RecordingProvider:
     """
 
     inner: SandboxProvider
-    calls: list[ProviderCall] = field(default_factory=list[ProviderCall])
+    calls: list[ProviderCall] = field(default_factory=list[ProviderCall], repr=False)
 
     def calls_to(self, operation: str) -> list[ProviderCall]:
         """The recorded calls of one operation (``"write_files"``, ``"run"``, ``"create"``...)."""
