@@ -133,6 +133,44 @@ async def test_thread_scope_gives_each_thread_its_own_instance() -> None:
     ]
 
 
+async def test_one_client_moving_between_threads_gets_each_threads_key_every_time() -> None:
+    boxes = RecordingBinding(box, scope="thread")
+    runtime = build_runtime(command_agent(), boxes)
+    one, two = await new_thread(runtime), await new_thread(runtime)
+    admin = runtime.admin(identity=ANN)  # one client: the same caller for every operation
+
+    for thread_id in (one, one, two, one, two, two):
+        await admin.thread(thread_id).run_command("use", {})
+
+    assert [acquired.key for acquired in boxes.acquire_inputs] == [
+        instance_key("box", "thread", (SCOPE, thread_id))
+        for thread_id in (one, one, two, one, two, two)
+    ]
+    assert [acquired.thread_id for acquired in boxes.acquire_inputs] == [
+        one,
+        one,
+        two,
+        one,
+        two,
+        two,
+    ]
+
+
+async def test_the_same_thread_used_by_another_identity_gets_that_identitys_key() -> None:
+    boxes = RecordingBinding(box, scope="user")
+    runtime = build_runtime(command_agent(), boxes)
+    thread_id = await new_thread(runtime)
+    ann = runtime.admin(identity=ANN).thread(thread_id)
+    bob = runtime.admin(identity=Who(SCOPE, "bob")).thread(thread_id)
+
+    for handle in (ann, ann, bob, ann):
+        await handle.run_command("use", {})
+
+    assert [acquired.key for acquired in boxes.acquire_inputs] == [
+        instance_key("box", "user", (SCOPE, user)) for user in ("ann", "ann", "bob", "ann")
+    ]
+
+
 async def test_thread_scope_gives_a_subagents_child_thread_its_own_instance() -> None:
     boxes = RecordingBinding(box, scope="thread")
     runtime = build_runtime(delegating_agents(1, box), boxes)
@@ -357,6 +395,25 @@ async def test_a_custom_scope_key_is_used_verbatim() -> None:
             thread_id="d2", root_thread_id="d0", scope_key=SCOPE, user_key="ann", identity=ANN
         )
     ]
+
+
+async def test_a_custom_scope_is_asked_on_every_operation() -> None:
+    asked: list[str] = []
+
+    def by_call(s: CapabilityScopeInput) -> str:
+        asked.append(s.thread_id)
+        return f"call-{len(asked)}"
+
+    boxes = RecordingBinding(box, scope=by_call)
+    runtime = build_runtime(command_agent(), boxes)
+    thread_id = await new_thread(runtime)
+    handle = runtime.admin(identity=ANN).thread(thread_id)
+
+    for _ in range(3):
+        await handle.run_command("use", {})
+
+    assert asked == [thread_id] * 3
+    assert boxes.keys == ["call-1", "call-2", "call-3"]
 
 
 async def test_operations_whose_custom_scope_returns_one_key_share_one_instance() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
 
 import anyio
 
@@ -49,6 +48,7 @@ class Acquisition:
             steps=steps,
             names=tuple((name, token.id) for name, token in declared.items()),
             walks=any(_walks_to_root(binding) for _, binding in steps),
+            pure=not any(callable(binding.scope) for _, binding in steps),
         )
         self._plans[id(declared)] = plan
         return plan
@@ -64,9 +64,7 @@ class Acquisition:
         root_id = await self._roots.root_of(self._storage, thread) if plan.walks else None
         # Derive every key before acquiring any, so a key that cannot be derived fails the
         # operation before any binding has been asked for a facade.
-        inputs = [
-            self._input(binding, cap_id, thread, root_id, caller) for cap_id, binding in plan.steps
-        ]
+        inputs = self._inputs(plan, thread, root_id, caller)
         pending: list[tuple[str, Awaitable[object]]] = []
         by_id: dict[str, object] = {}
         failures: list[tuple[str, BaseException]] = []
@@ -106,6 +104,23 @@ class Acquisition:
                 ids=[cap_id for cap_id, _ in failures],
             ) from failures[0][1]
         return Capabilities({name: by_id[cap_id] for name, cap_id in plan.names}, by_id)
+
+    def _inputs(
+        self, plan: _Plan, thread: ThreadRecord, root_id: str | None, caller: Caller
+    ) -> tuple[AcquireInput, ...]:
+        # Built-in scopes derive keys from the caller, the thread and its root alone, and an
+        # AcquireInput is immutable: the inputs of the plan's last operation serve the next one
+        # when those are the same (the next tool call of a run, the next command of a handle).
+        # Custom scopes are functions the runtime does not assume pure: asked every time.
+        last = plan.last
+        if last is not None and last[0] is caller and last[1] == thread.id and last[2] == root_id:
+            return last[3]
+        inputs = tuple(
+            self._input(binding, cap_id, thread, root_id, caller) for cap_id, binding in plan.steps
+        )
+        if plan.pure:
+            plan.last = (caller, thread.id, root_id, inputs)
+        return inputs
 
     def _input(
         self,
@@ -148,14 +163,27 @@ class Acquisition:
         )
 
 
-@dataclass(frozen=True, slots=True)
 class _Plan:
-    """What acquiring one operation's capabilities needs, worked out once per operation."""
+    """What acquiring one operation's capabilities needs, worked out once per operation, and the
+    inputs of its last acquisition (see ``Acquisition._inputs``)."""
 
-    declared: Mapping[str, Capability[object]]
-    steps: tuple[tuple[str, CapabilityBinding[object]], ...]
-    names: tuple[tuple[str, str], ...]
-    walks: bool
+    __slots__ = ("declared", "last", "names", "pure", "steps", "walks")
+
+    def __init__(
+        self,
+        *,
+        declared: Mapping[str, Capability[object]],
+        steps: tuple[tuple[str, CapabilityBinding[object]], ...],
+        names: tuple[tuple[str, str], ...],
+        walks: bool,
+        pure: bool,
+    ) -> None:
+        self.declared = declared
+        self.steps = steps
+        self.names = names
+        self.walks = walks
+        self.pure = pure
+        self.last: tuple[Caller, str, str | None, tuple[AcquireInput, ...]] | None = None
 
 
 def _walks_to_root(binding: CapabilityBinding[object]) -> bool:
