@@ -125,6 +125,34 @@ async def test_runtime_context_runs_once_per_send_and_reaches_instructions_tools
     assert (result1.content, result2.content) == ("gold-1", "gold-2")
 
 
+async def test_runtime_context_gets_the_thread_and_identity_of_each_run() -> None:
+    calls: list[RuntimeContextInput] = []
+
+    def runtime_context(run: RuntimeContextInput) -> Plan:
+        calls.append(run)
+        return Plan(tier="gold")
+
+    agent = define_agent(
+        name="main", model=ScriptedModel([text("ok")] * 6), runtime_context=runtime_context
+    )
+    runtime = build_runtime(agent)
+    ann = runtime.admin(identity=ANN)
+    bob = runtime.admin(identity=Who(user="bob"))
+    one, two = (await ann.create_thread()).id, (await ann.create_thread()).id
+    await bob.thread(one).send("hi")  # bob's own: admin handles check the scope, not the user
+
+    for client, thread_id in ((ann, one), (ann, two), (ann, one), (bob, one), (ann, one)):
+        await client.thread(thread_id).send("hi")
+
+    assert [(c.thread_id, c.user_key) for c in calls[1:]] == [
+        (one, "ann"),
+        (two, "ann"),
+        (one, "ann"),
+        (one, "bob"),
+        (one, "ann"),
+    ]
+
+
 async def test_an_async_runtime_context_is_awaited() -> None:
     async def runtime_context(run: RuntimeContextInput) -> Plan:
         await anyio.lowlevel.checkpoint()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable
 from types import CoroutineType, GeneratorType
-from typing import TypeVar, cast
+from typing import Any, TypeGuard, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -16,7 +16,8 @@ app function's result and every acquire). Bounded: types past the first 1,024 ar
 _MAX_KNOWN_TYPES = 1024
 
 
-def _awaitable(value: object) -> bool:
+def is_awaitable(value: object) -> TypeGuard[Awaitable[Any]]:
+    """Whether ``value`` is awaitable (decided by its type, from a cache)."""
     cls = type(value)
     known = _AWAITABLE_TYPES.get(cls)
     if known is None:
@@ -29,11 +30,11 @@ def _awaitable(value: object) -> bool:
 
 def maybe_await(value: T | Awaitable[T]) -> Awaitable[T] | None:
     """``value`` if it is awaitable, else ``None``."""
-    return cast("Awaitable[T]", value) if _awaitable(value) else None
+    return cast("Awaitable[T]", value) if is_awaitable(value) else None
 
 
 async def resolve(value: T | Awaitable[T]) -> T:
     """Await ``value`` if it is awaitable; return it otherwise."""
-    if _awaitable(value):
+    if is_awaitable(value):
         return await cast("Awaitable[T]", value)
     return cast("T", value)

@@ -26,6 +26,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from types import CoroutineType
 from typing import Any, cast
 
 import anyio
@@ -35,8 +36,12 @@ from pydantic import BaseModel, ValidationError
 from pai.core._acquisition import Acquisition
 from pai.core._admin import Caller, RunResult
 from pai.core._agent import Agent, InstructionsInput
-from pai.core._awaitables import maybe_await, resolve
-from pai.core._context import new_runtime_context_input, new_tool_enabled_input
+from pai.core._awaitables import is_awaitable, maybe_await, resolve
+from pai.core._context import (
+    RuntimeContextInput,
+    new_runtime_context_input,
+    new_tool_enabled_input,
+)
 from pai.core._errors import (
     CapabilityAcquireError,
     CapabilityBindingError,
@@ -138,6 +143,7 @@ class AgentLoop:
         # Whether its model streams does not either: no protocol check per step.
         self._offers: dict[str, Offered] = {}
         self._streaming: dict[str, bool] = {}
+        self._context_inputs: dict[str, tuple[Caller, str, RuntimeContextInput]] = {}
         for name, each in agents.items():
             specs = tuple(tool_specs(each))
             self._offers[name] = Offered(specs, frozenset(spec.name for spec in specs))
@@ -274,7 +280,15 @@ class AgentLoop:
                 '([model] provider = "openai", name = "gpt-4.1-mini"), or, in tests, '
                 "create_test_runtime(model=...)"
             )
-        run_context = await self._runtime_context(agent, thread, caller)
+        run_context = None
+        if agent.runtime_context is not None:
+            # Called here rather than through _runtime_context: one coroutine fewer per run.
+            try:
+                run_context = agent.runtime_context(self._context_input(agent, thread, caller))
+                if is_awaitable(run_context):
+                    run_context = await run_context
+            except Exception as error:
+                raise await self._app_failure(agent, thread, "runtime_context", error) from error
         instructions = agent.instructions
         if not isinstance(instructions, str):
             run_input: InstructionsInput[Any] = InstructionsInput(
@@ -307,10 +321,11 @@ class AgentLoop:
         for name, enabled in agent.tool_enabled.items():
             try:
                 value = enabled(check)
-                if type(value) is not bool:  # a bool is the common answer: no awaitable check
-                    awaitable = maybe_await(value)
-                    if awaitable is not None:
-                        value = await awaitable
+                # A bool is the common answer, a coroutine the next: neither needs the lookup.
+                if type(value) is CoroutineType or (
+                    type(value) is not bool and is_awaitable(value)
+                ):
+                    value = await value
             except Exception as error:
                 failure = await self._app_failure(agent, run.thread, "runtime_context", error, name)
                 raise failure from error
@@ -512,16 +527,28 @@ class AgentLoop:
 
     # -- app functions: runtime context, instructions, predicates -----------------------------
 
+    def _context_input(
+        self, agent: Agent, thread: ThreadRecord, caller: Caller
+    ) -> RuntimeContextInput:
+        """What ``agent``'s runtime_context function is given for a run in ``thread``. It is
+        immutable and made of the caller, the thread and the agent alone: the agent's last one
+        serves the next run by the same caller in the same thread."""
+        last = self._context_inputs.get(agent.name)
+        if last is not None and last[0] is caller and last[1] == thread.id:
+            return last[2]
+        run = new_runtime_context_input(
+            caller.identity, thread.id, caller.scope_key, caller.user_key, agent.name
+        )
+        self._context_inputs[agent.name] = (caller, thread.id, run)
+        return run
+
     async def _runtime_context(self, agent: Agent, thread: ThreadRecord, caller: Caller) -> Any:
         """The agent's runtime context for one run (``None`` when it has no function)."""
         fn = agent.runtime_context
         if fn is None:
             return None
-        run = new_runtime_context_input(
-            caller.identity, thread.id, caller.scope_key, caller.user_key, agent.name
-        )
         try:
-            value = fn(run)
+            value = fn(self._context_input(agent, thread, caller))
             awaitable = maybe_await(value)
             return value if awaitable is None else await awaitable
         except Exception as error:
