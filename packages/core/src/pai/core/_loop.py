@@ -320,12 +320,12 @@ class AgentLoop:
         disabled: list[str] | None = None
         for name, enabled in agent.tool_enabled.items():
             try:
-                value = enabled(check)
+                value: object = enabled(check)
                 # A bool is the common answer, a coroutine the next: neither needs the lookup.
                 if type(value) is CoroutineType or (
                     type(value) is not bool and is_awaitable(value)
                 ):
-                    value = await value
+                    value = await cast("Awaitable[object]", value)
             except Exception as error:
                 failure = await self._app_failure(agent, run.thread, "runtime_context", error, name)
                 raise failure from error
