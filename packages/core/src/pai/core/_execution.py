@@ -9,7 +9,7 @@ import pydantic_core
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from pai.core._agent import Agent
-from pai.core._awaitables import resolve
+from pai.core._awaitables import is_awaitable
 from pai.core._messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from pai.core._model import ToolSpec
 from pai.core._operations import Tool, ToolContext
@@ -55,7 +55,9 @@ async def execute_tool(
     """Run a tool's ``execute``; return the saved, model-facing result and the raw output."""
     assert tool.execute is not None
     try:
-        output = await resolve(tool.execute(ctx))
+        output = tool.execute(ctx)
+        if is_awaitable(output):  # awaited here: no coroutine of resolve()'s per call
+            output = await output
         content = model_text(tool, output)
         jsonable: JsonValue = pydantic_core.to_jsonable_python(output)
     except Exception as error:

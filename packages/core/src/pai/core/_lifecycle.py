@@ -51,7 +51,17 @@ OnRuntimeError: TypeAlias = Callable[[RuntimeErrorEvent], Awaitable[None] | None
 @dataclass(eq=False, slots=True)
 class _ActiveOperation:
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    done: anyio.Event = field(default_factory=anyio.Event)
+    finished: bool = False
+    done: anyio.Event | None = None
+    """Made by the first deleter that waits for the operation (most operations are never
+    waited for), set when the operation ends."""
+
+    async def wait(self) -> None:
+        if self.finished:
+            return
+        if self.done is None:
+            self.done = anyio.Event()
+        await self.done.wait()
 
 
 class ActiveWork:
@@ -96,7 +106,9 @@ class ActiveWork:
             operations.discard(operation)
             if not operations and self._by_thread.get(thread_id) is operations:
                 del self._by_thread[thread_id]
-            operation.done.set()
+            operation.finished = True
+            if operation.done is not None:
+                operation.done.set()
         if operation.cancel_scope.cancel_called:
             raise deleted(thread_id)
         return results[0]
@@ -117,7 +129,7 @@ class ActiveWork:
         with anyio.move_on_after(window):
             for operation in operations:
                 if operation not in own:
-                    await operation.done.wait()
+                    await operation.wait()
             return True
         return False
 

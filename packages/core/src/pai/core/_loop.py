@@ -36,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 from pai.core._acquisition import Acquisition
 from pai.core._admin import Caller, RunResult
 from pai.core._agent import Agent, InstructionsInput
-from pai.core._awaitables import is_awaitable, maybe_await, resolve
+from pai.core._awaitables import is_awaitable, maybe_await
 from pai.core._context import (
     RuntimeContextInput,
     new_runtime_context_input,
@@ -236,7 +236,9 @@ class AgentLoop:
                 identity=caller.identity,
                 runtime_context=run_context,
             )
-            return await resolve(command.run(ctx))
+            result = command.run(ctx)
+            # Awaited here, not through resolve(): one coroutine fewer per command.
+            return (await result) if is_awaitable(result) else result
         except Exception as error:
             await self._record_error(thread.id, "command", error)
             raise
