@@ -88,3 +88,39 @@ async def test_the_output_of_short_commands_is_never_lost(sandbox: Sandbox) -> N
     # Output that arrives with the exec's response headers must not be dropped.
     results = [await sandbox.run_command(f"echo {i}") for i in range(60)]
     assert [r.stdout for r in results] == [f"{i}\n" for i in range(60)]
+
+
+@pytest.fixture
+async def small_sandbox(namespace: str, test_image: str) -> AsyncIterator[Sandbox]:
+    provider = DockerSandboxProvider(test_image, namespace=namespace, memory="64m")
+    sessions = create_sandbox_session_manager(provider=provider)
+    try:
+        yield create_sandbox(sessions.handle("small"))
+    finally:
+        await provider.destroy("small")
+        await sessions.aclose()
+
+
+GROW = 'x=a; i=0; while [ $i -lt 30 ]; do x="$x$x"; i=$((i+1)); done; echo survived'
+
+
+async def test_a_command_killed_for_memory_says_so_naming_the_limit(small_sandbox: Sandbox) -> None:
+    first = await small_sandbox.run_command(GROW, timeout=30)
+    second = await small_sandbox.run_command(GROW, timeout=30)
+
+    for result in (first, second):  # each kill is reported, not only the container's first
+        assert result.exit_code == 137
+        assert "survived" not in result.stdout
+        assert "ran out of memory" in result.stderr
+        assert "'64m', option memory" in result.stderr
+    assert (await small_sandbox.run_command("echo alive")).stdout == "alive\n"
+
+
+async def test_a_command_killed_by_a_signal_is_not_said_to_be_out_of_memory(
+    small_sandbox: Sandbox,
+) -> None:
+    await small_sandbox.run_command(GROW, timeout=30)  # an earlier kill for memory
+
+    result = await small_sandbox.run_command("echo before >&2; kill -9 $$")
+
+    assert (result.exit_code, result.stderr) == (137, "before\n")

@@ -84,6 +84,13 @@ EXIT_TIMEOUT = 124
 
 #: Exit codes after which the instance checks whether the container itself went away.
 _CUT_OFF = (137, -1)
+_KILLED = 137  # 128 + SIGKILL: the kernel's out-of-memory killer, or any kill -9
+# The container's count of processes the out-of-memory killer ended: cgroup v2 keeps it in
+# memory.events, cgroup v1 in memory.oom_control (both as a line "oom_kill N").
+_OOM_KILLS_SCRIPT = (
+    "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
+)
+_OOM_KILL_LINE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 
 #: A batch goes through one exec's arguments (checked and written by one script) when each
 #: file's escaped content fits in one argument (the kernel's limit is 128 KiB) and all of them
@@ -174,12 +181,17 @@ class DockerSandboxInstance:
         key: str,
         container_id: str,
         ids: tuple[int, int] | None,
+        *,
+        oom_kills: int | None = None,
     ) -> None:
         self._provider = provider
         self._engine = provider.engine
         self._key = key
         self._id = container_id
         self._ids = ids
+        self._oom_kills: int | None = oom_kills
+        """The container's out-of-memory kill count as last read (0 for a container this
+        handle created; unknown for one found, until a command is killed)."""
 
     @property
     def key(self) -> str:
@@ -219,6 +231,7 @@ class DockerSandboxInstance:
         elif state == "stopped":
             _log.warning("Docker sandbox %s was stopped; starting it again", self._id[:12])
             self._engine.start(self._id)
+            self._oom_kills = self._oom_kills_now_sync()  # a new start may begin a new count
 
     def _call_sync(self, fn: Callable[[], T]) -> T:
         """``fn()``, after bringing the container back once if it was stopped or paused."""
@@ -413,6 +426,8 @@ class DockerSandboxInstance:
             exit_code = EXIT_TIMEOUT
         elif exit_code in _CUT_OFF and await self._cut_off():
             return None
+        if exit_code == _KILLED and not timed_out:
+            kept[2].append(await anyio.to_thread.run_sync(self._out_of_memory_note_sync))
         return RawCommandResult(
             stdout=b"".join(kept[1]),
             stderr=b"".join(kept[2]),
@@ -420,6 +435,31 @@ class DockerSandboxInstance:
             timed_out=timed_out,
             truncated=truncated,
         )
+
+    def _oom_kills_now_sync(self) -> int | None:
+        """The container's out-of-memory kill count now; ``None`` when it cannot be read (no
+        memory cgroup in sight, or the container is not running)."""
+        try:
+            _, out, _ = self._engine.exec_simple(self._id, ["sh", "-c", _OOM_KILLS_SCRIPT])
+        except (ContainerStopped, ContainerPaused, SandboxVanishedError, SandboxProviderError):
+            return None
+        match = _OOM_KILL_LINE.search(out)
+        return int(match.group(1)) if match else None
+
+    def _out_of_memory_note_sync(self) -> bytes:
+        """After a command was killed (exit 137) in a live container: a line for its stderr when
+        the container's out-of-memory kill count rose, naming the limit; else nothing (a
+        ``kill -9`` also exits 137)."""
+        count, before = self._oom_kills_now_sync(), self._oom_kills
+        self._oom_kills = count
+        if count is None or before is None or count <= before:
+            return b""
+        limit = self._provider.memory
+        return (
+            "pai-sandbox-docker: the command was killed because the sandbox ran out of memory "
+            f"(its Docker memory limit is {limit!r}, option memory); use less memory or raise "
+            "the limit\n"
+        ).encode()
 
     async def _cut_off(self) -> bool:
         """After a command ended oddly: was it cut off by its container going away?

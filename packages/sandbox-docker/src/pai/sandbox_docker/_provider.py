@@ -338,7 +338,7 @@ class DockerSandboxProvider:
     async def create(self, key: str) -> SandboxInstance:
         await self.prune_idle()
         container_id, ids = await anyio.to_thread.run_sync(self._create_sync, key)
-        return DockerSandboxInstance(self, key, container_id, ids)
+        return DockerSandboxInstance(self, key, container_id, ids, oom_kills=0)
 
     # -- find / destroy / list ----------------------------------------------------------------
 
