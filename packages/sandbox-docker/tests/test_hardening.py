@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,15 +13,22 @@ from pai.sandbox_docker import DockerSandboxProvider
 pytestmark = pytest.mark.anyio
 
 
+@contextlib.asynccontextmanager
+async def sandbox_of(provider: DockerSandboxProvider, key: str) -> AsyncIterator[Sandbox]:
+    """A sandbox for ``key`` on ``provider``; its container is removed after."""
+    sessions = create_sandbox_session_manager(provider=provider)
+    try:
+        yield create_sandbox(sessions.handle(key))
+    finally:
+        await provider.destroy(key)
+        await sessions.aclose()
+
+
 @pytest.fixture
 async def sandbox(namespace: str, test_image: str) -> AsyncIterator[Sandbox]:
     provider = DockerSandboxProvider(test_image, namespace=namespace, user="1000:1000")
-    sessions = create_sandbox_session_manager(provider=provider)
-    try:
-        yield create_sandbox(sessions.handle("hardening"))
-    finally:
-        await provider.destroy("hardening")
-        await sessions.aclose()
+    async with sandbox_of(provider, "hardening") as sandbox:
+        yield sandbox
 
 
 async def test_no_network_interface_but_loopback(sandbox: Sandbox) -> None:
@@ -93,12 +101,8 @@ async def test_the_output_of_short_commands_is_never_lost(sandbox: Sandbox) -> N
 @pytest.fixture
 async def small_sandbox(namespace: str, test_image: str) -> AsyncIterator[Sandbox]:
     provider = DockerSandboxProvider(test_image, namespace=namespace, memory="64m")
-    sessions = create_sandbox_session_manager(provider=provider)
-    try:
-        yield create_sandbox(sessions.handle("small"))
-    finally:
-        await provider.destroy("small")
-        await sessions.aclose()
+    async with sandbox_of(provider, "small") as sandbox:
+        yield sandbox
 
 
 GROW = 'x=a; i=0; while [ $i -lt 30 ]; do x="$x$x"; i=$((i+1)); done; echo survived'
