@@ -22,7 +22,9 @@ class AcquireInput:
     """What a binding's ``acquire`` receives, once per operation.
 
     ``key`` is the instance key derived from the binding's scope: map it to a resource, compare or
-    persist it, never parse it. ``root_thread_id`` is resolved only for ``"rootThread"`` and custom
+    persist it, never parse it. The value is immutable, and consecutive operations of one caller
+    in one thread may be handed the same object (built-in scopes; a custom scope is asked each
+    time). ``root_thread_id`` is resolved only for ``"rootThread"`` and custom
     scopes (the walk up ``parent_thread_id`` runs only for those); it is ``None`` otherwise.
     """
 

@@ -34,7 +34,8 @@ class RuntimeContextInput:
     """What an agent's ``runtime_context`` function receives, once per run.
 
     ``thread_id`` is the thread the run happens in (a child thread for a delegated run);
-    ``agent_name`` the agent running there.
+    ``agent_name`` the agent running there. The value is immutable, and consecutive runs of one
+    caller in one thread may be handed the same object.
     """
 
     identity: object
