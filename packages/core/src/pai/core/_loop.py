@@ -428,6 +428,13 @@ class AgentLoop:
             return []
         if len(calls) == 1:
             return [await self._run_tool_call(run, offered, calls[0])]
+        return await self._run_parallel_tool_calls(run, offered, calls)
+
+    async def _run_parallel_tool_calls(
+        self, run: Run, offered: Offered, calls: Sequence[ToolCall]
+    ) -> list[Message]:
+        # Apart from _run_tool_calls: the closure's cells would otherwise be made for every
+        # single call too, and held while its tool runs.
         results: list[Message | None] = [None] * len(calls)
 
         async def one(index: int, call: ToolCall) -> None:

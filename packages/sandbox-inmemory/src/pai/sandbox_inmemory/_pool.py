@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable
 
 import anyio
@@ -215,18 +216,60 @@ class Worker:
                     stream.close()
 
 
+class _Slots:
+    """At most ``size`` leases at once on one event loop; waiters are served in arrival order.
+
+    Not anyio's ``CapacityLimiter``: a task waiting there holds a raised ``WouldBlock`` (two, with
+    this pool's own first try) and their tracebacks and frames for as long as it waits. With a
+    thousand commands queued for a few workers, those are thousands of objects the garbage
+    collector walks again and again. Here a waiter holds one ``anyio.Event``, and a freed slot
+    goes straight to the first waiter.
+    """
+
+    __slots__ = ("_free", "_waiters")
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiters: deque[anyio.Event] = deque()
+
+    async def take(self, deadline: float) -> bool:
+        """Take a slot; ``False`` if ``deadline`` passed first."""
+        if self._free and not self._waiters:
+            self._free -= 1
+            return True
+        handed = anyio.Event()
+        self._waiters.append(handed)
+        try:
+            with anyio.move_on_at(deadline):
+                await handed.wait()
+        except BaseException:  # cancelled from outside: leave the queue, or pass the slot on
+            if handed.is_set():
+                self.give()
+            else:
+                self._waiters.remove(handed)
+            raise
+        if handed.is_set():  # handed a slot (perhaps just as the deadline passed): keep it
+            return True
+        self._waiters.remove(handed)
+        return False
+
+    def give(self) -> None:
+        """Free a slot: the first waiter gets it, else it waits for the next taker."""
+        if self._waiters:
+            self._waiters.popleft().set()
+        else:
+            self._free += 1
+
+
 class Lease:
     """One command's use of a worker (see :meth:`WorkerPool.lease`)."""
 
-    __slots__ = ("_borrower", "_limiter", "_pool", "startup", "worker")
+    __slots__ = ("_pool", "_slots", "startup", "worker")
 
-    def __init__(
-        self, pool: WorkerPool, worker: Worker, limiter: anyio.CapacityLimiter, borrower: object
-    ) -> None:
+    def __init__(self, pool: WorkerPool, worker: Worker, slots: _Slots) -> None:
         self._pool = pool
         self.worker = worker
-        self._limiter = limiter
-        self._borrower = borrower
+        self._slots = slots
         self.startup = 0.0
         """Seconds spent waiting for a new worker process to start."""
 
@@ -236,7 +279,7 @@ class Lease:
             with anyio.CancelScope(shield=True):
                 await self._pool.give_back(self.worker, reusable=reusable)
         finally:
-            self._limiter.release_on_behalf_of(self._borrower)
+            self._slots.give()
 
 
 def _loop_key() -> object:
@@ -260,18 +303,16 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._idle: list[Worker] = []
         self._busy: set[Worker] = set()
-        self._limiters: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._slots: weakref.WeakKeyDictionary[object, _Slots] = weakref.WeakKeyDictionary()
         self.generation: int = 0  # bumped by close(): commands running then were stopped by it
 
-    def _limiter(self) -> anyio.CapacityLimiter:
+    def _loop_slots(self) -> _Slots:
         key = _loop_key()
         with self._lock:
-            limiter = self._limiters.get(key)
-            if limiter is None:
-                limiter = self._limiters[key] = anyio.CapacityLimiter(self.max_workers)
-            return limiter
+            slots = self._slots.get(key)
+            if slots is None:
+                slots = self._slots[key] = _Slots(self.max_workers)
+            return slots
 
     def warm(self) -> None:
         """Start one idle worker if none is idle or running (so the first command is quick)."""
@@ -286,15 +327,9 @@ class WorkerPool:
         waiting for a new worker process to start does not (see :attr:`Lease.startup`).
         Give the lease back with :meth:`Lease.release`.
         """
-        limiter = self._limiter()
-        borrower = object()
-        try:
-            limiter.acquire_on_behalf_of_nowait(borrower)
-        except anyio.WouldBlock:
-            with anyio.move_on_at(deadline) as waiting:
-                await limiter.acquire_on_behalf_of(borrower)
-            if waiting.cancelled_caught:
-                return None
+        slots = self._loop_slots()
+        if not await slots.take(deadline):
+            return None
         try:
             with self._lock:
                 worker = self._take_idle() or Worker(self.memory_budget)
@@ -302,9 +337,9 @@ class WorkerPool:
                 if not self._idle:
                     self._idle.append(Worker(self.memory_budget))  # the warm spare
         except BaseException:
-            limiter.release_on_behalf_of(borrower)
+            slots.give()
             raise
-        lease = Lease(self, worker, limiter, borrower)
+        lease = Lease(self, worker, slots)
         if not worker.ready:
             started = anyio.current_time()
             try:

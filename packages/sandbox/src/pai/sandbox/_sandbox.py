@@ -7,6 +7,7 @@ import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TypeVar, cast
 
 from pai.sandbox._errors import SandboxFileTooLargeError, SandboxInputError, SandboxVanishedError
@@ -33,6 +34,36 @@ FileContent = bytes | str
 
 def _no_flush() -> None:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class _RunCommand:
+    """One ``run_command`` call, ready to run on an instance (and again on a new one).
+
+    An object rather than a closure: a command waiting for its sandbox holds this one object
+    instead of a function and a cell per argument, which the garbage collector would walk again
+    and again while thousands of commands wait."""
+
+    command: str
+    cwd: str
+    env: Mapping[str, str]
+    stdin: bytes | None
+    timeout: float | None
+    output_limit: int
+    on_stdout: OutputCallback | None
+    on_stderr: OutputCallback | None
+
+    def __call__(self, instance: SandboxInstance) -> Awaitable[RawCommandResult]:
+        return instance.run(
+            self.command,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=self.stdin,
+            timeout=self.timeout,
+            output_limit=self.output_limit,
+            on_stdout=self.on_stdout,
+            on_stderr=self.on_stderr,
+        )
 
 
 def _decoding(
@@ -256,18 +287,16 @@ class Sandbox:
         err_callback, err_flush = _decoding(on_stderr)
         started = time.perf_counter()
 
-        async def run(instance: SandboxInstance) -> RawCommandResult:
-            return await instance.run(
-                command,
-                cwd=workdir,
-                env=variables,
-                stdin=data,
-                timeout=checked_timeout,
-                output_limit=self.output_limit,
-                on_stdout=out_callback,
-                on_stderr=err_callback,
-            )
-
+        run = _RunCommand(
+            command,
+            workdir,
+            variables,
+            data,
+            checked_timeout,
+            self.output_limit,
+            out_callback,
+            err_callback,
+        )
         raw, reset = await self._with_instance(run)
         out_flush()
         err_flush()
