@@ -165,9 +165,11 @@ def query_ids(engine: Engine, container_id: str) -> tuple[int, int]:
 
 @dataclass
 class _Session:
-    """What the host learns of a running command: its session id (the wrapper's first line)."""
+    """What the host learns of a running command from the wrapper's first line: its session id
+    and its start time (clock ticks since boot)."""
 
     sid: str = ""
+    started: str = ""
     head: bytes = b""
     seen: bool = False
 
@@ -340,14 +342,16 @@ class DockerSandboxInstance:
             if stream not in kept:
                 return
             if stream == 1 and not session.seen:
-                # The wrapper's first line is its pid (the command's session id), not output.
+                # The wrapper's first line is its pid (the command's session id) and start
+                # time, not output.
                 head = session.head + chunk
                 end = head.find(b"\n")
                 if end < 0:
                     session.head = head
                     return
-                sid = head[:end].decode("ascii", "replace")
+                sid, _, started = head[:end].decode("ascii", "replace").partition(" ")
                 session.sid = sid if sid.isdigit() else ""
+                session.started = started if started.isdigit() else ""
                 session.seen = True
                 chunk = head[end + 1 :]
                 if not chunk:
@@ -405,10 +409,10 @@ class DockerSandboxInstance:
                 if not done.is_set():
                     timed_out = True
                     with anyio.CancelScope(shield=True):
-                        await self._stop(session.sid, marker, holder, done, deadline)
+                        await self._stop(session, marker, holder, done, deadline)
             except BaseException:
                 with anyio.CancelScope(shield=True):
-                    await self._stop(session.sid, marker, holder, done, None)
+                    await self._stop(session, marker, holder, done, None)
                 raise
         if errors:
             error = errors[0]
@@ -417,7 +421,7 @@ class DockerSandboxInstance:
                 return None  # nothing ran: run it on the revived container
             if not isinstance(error, SandboxVanishedError):
                 with anyio.CancelScope(shield=True):
-                    await self._stop(session.sid, marker, holder, done, None)
+                    await self._stop(session, marker, holder, done, None)
                 if isinstance(error, SandboxProviderError) and await self._cut_off():
                     return None
             raise error
@@ -503,7 +507,7 @@ class DockerSandboxInstance:
 
     async def _stop(
         self,
-        sid: str,
+        session: _Session,
         marker: str,
         holder: ExecStream,
         done: anyio.Event,
@@ -515,7 +519,15 @@ class DockerSandboxInstance:
         timeout plus one second), cutting the output stream if something still holds it.
         """
         if not done.is_set():
-            script = ["sh", "-c", KILL_SCRIPT, "pai-kill", sid, f"{RUN_MARKER}={marker}"]
+            script = [
+                "sh",
+                "-c",
+                KILL_SCRIPT,
+                "pai-kill",
+                session.sid,
+                f"{RUN_MARKER}={marker}",
+                session.started,
+            ]
             try:
                 await anyio.to_thread.run_sync(
                     self._call_sync, lambda: self._engine.exec_simple(self._id, script)

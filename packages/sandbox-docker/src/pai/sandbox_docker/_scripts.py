@@ -15,11 +15,14 @@ KEEPALIVE = ("sleep", "2147483647")  # GNU and busybox sleep both accept this
 
 # Runs the command with bash when the image has it, else sh; $1 command, $2 cwd, $3 stdin file.
 # Every `docker exec` process is the leader of a new session, and keeps its pid through `exec`:
-# the first line on stdout is that pid, the command's session id, which the host strips from the
-# output and hands to KILL_SCRIPT on a timeout. Everything the command starts inherits the
-# session id, whatever it does to its environment, unless it calls setsid itself.
+# the first line on stdout is that pid, the command's session id, and the leader's start time
+# (field 22 of /proc/PID/stat, clock ticks since boot), which the host strips from the output and
+# hands to KILL_SCRIPT on a timeout. Everything the command starts inherits the session id,
+# whatever it does to its environment, unless it calls setsid itself. (st is a function so that
+# its `set --` leaves the script's own arguments alone; no fork.)
 RUN_SCRIPT = (
-    'echo "$$"\n'
+    'st() { set -f; set -- $1; set +f; echo "$$ ${20}"; }\n'
+    'if read -r l </proc/$$/stat; then st "${l##*) }"; else echo "$$"; fi\n'
     'cd -- "$2" || exit 1\n'
     'if [ -n "$3" ]; then exec <"$3"; rm -f -- "$3"; else exec </dev/null; fi\n'
     'if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; fi\n'
@@ -27,14 +30,21 @@ RUN_SCRIPT = (
 )
 
 # Kills everything a command started: $1 its session id (may be empty), $2 its environment marker
-# (NAME=value). A target is a process in that session, or carrying the marker, or a descendant of
-# a target (by parent chain: catches one that both left the session and cleared its environment,
-# while its parent lives). Targets are stopped first (a stopped process cannot fork), the table is
-# scanned again until no new target appears, then all are killed; repeated until none is left.
+# (NAME=value), $3 its start time (may be empty). A target is a process in that session, or
+# carrying the marker, or a descendant of a target (by parent chain: catches one that both left
+# the session and cleared its environment, while its parent lives), or an orphan (its parent gone,
+# adopted by pid 1) that started since the command did, unless it carries the marker of another
+# command still running (one whose exec, a process with parent 0, still has it): a process that
+# left its session, cleared or forged its environment and lost its parent cannot be traced, and is
+# taken for this command's. Markers are hex; anything else read from a process is ignored.
+# Targets are stopped first (a stopped process cannot fork), the table is scanned again until no
+# new target appears, then all are killed; repeated until none is left.
 KILL_SCRIPT = r"""
-s=$1; m=$2; me=$$
+s=$1; m=$2; t=$3; me=$$
 scan() {
   table=
+  orphans=
+  roots=
   for f in /proc/[0-9]*/stat; do
     read -r line <"$f" 2>/dev/null || continue
     p=${line%% *}
@@ -46,12 +56,32 @@ scan() {
     table="$table$p $2 $4
 "
     [ -n "$s" ] && [ "$4" = "$s" ] && case $targets in *" $p "*) ;; *) targets="$targets$p ";; esac
+    [ -n "$t" ] && [ "$2" = 1 ] && [ "${20}" -ge "$t" ] 2>/dev/null && orphans="$orphans$p "
+    [ "$2" = 0 ] && roots="$roots$p "
   done
   for e in $(grep -lzxF -- "$m" /proc/[0-9]*/environ 2>/dev/null); do
     p=${e#/proc/}; p=${p%/environ}
     [ "$p" = "$me" ] && continue
     case $targets in *" $p "*) ;; *) targets="$targets$p ";; esac
   done
+  if [ -n "$orphans" ]; then
+    live=
+    for r in $roots; do
+      v=$(tr '\0' '\n' <"/proc/$r/environ" 2>/dev/null | grep -m1 "^${m%%=*}=")
+      case ${v#*=} in ''|*[!0-9a-f]*) continue;; esac
+      [ "$v" = "$m" ] || live="$live -e $v"
+    done
+    spared=" "
+    if [ -n "$live" ]; then
+      for e in $(grep -lzxF $live /proc/[0-9]*/environ 2>/dev/null); do
+        p=${e#/proc/}; spared="$spared${p%/environ} "
+      done
+    fi
+    for p in $orphans; do
+      case $spared in *" $p "*) continue;; esac
+      case $targets in *" $p "*) ;; *) targets="$targets$p ";; esac
+    done
+  fi
   grown=1
   while [ $grown = 1 ]; do
     grown=0

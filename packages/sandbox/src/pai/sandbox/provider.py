@@ -60,7 +60,8 @@ Commands, ``run(command, *, cwd, env, stdin, timeout, output_limit, on_stdout, o
   message on stderr naming the limit.
 - **Timeout**: at ``timeout`` seconds (``None``: no timeout) the command *and everything it
   started* are killed inside the sandbox: backgrounded jobs, processes that cleared their
-  environment (``env -i``), double-forked or reparented ones. The whole tree is dead, and the
+  environment (``env -i``), double-forked or reparented ones, and those that did all of that in
+  a session of their own (``setsid``). The whole tree is dead, and the
   call has returned, within ``timeout + 1`` second; nothing of it runs afterwards. The result
   has ``timed_out=True`` and exit code **124** (whatever signal did the killing). Output
   captured before the kill is returned where the backend can.

@@ -73,10 +73,12 @@ TIMEOUT_EXIT_CODE = 124
 
 #: Commands a timeout must kill whole, each leaving a CPU-burning loop behind a long sleep:
 #: started in the background by a shell that cleared its environment (so no inherited marker
-#: survives), and double-forked (its parent exits at once, so it is reparented).
+#: survives), double-forked (its parent exits at once, so it is reparented), and all of that at
+#: once in a session of its own (nothing the command started is related to it any more).
 RUNAWAY_COMMANDS: dict[str, str] = {
     "env-clearing-background": "env -i sh -c 'while :; do :; done' & sleep 1000",
     "double-forked": "sh -c '(while :; do :; done) &'; sleep 1000",
+    "orphaned-new-session-no-env": "(setsid env -i sh -c 'while :; do :; done' &); sleep 1000",
 }
 
 #: Prints the command line of every process in the sandbox, one a line (arguments separated by
