@@ -26,7 +26,6 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from types import CoroutineType
 from typing import Any, cast
 
 import anyio
@@ -36,7 +35,7 @@ from pydantic import BaseModel, ValidationError
 from pai.core._acquisition import Acquisition
 from pai.core._admin import Caller, RunResult
 from pai.core._agent import Agent, InstructionsInput
-from pai.core._awaitables import is_awaitable, maybe_await
+from pai.core._awaitables import is_awaitable
 from pai.core._context import (
     RuntimeContextInput,
     new_runtime_context_input,
@@ -282,15 +281,7 @@ class AgentLoop:
                 '([model] provider = "openai", name = "gpt-4.1-mini"), or, in tests, '
                 "create_test_runtime(model=...)"
             )
-        run_context = None
-        if agent.runtime_context is not None:
-            # Called here rather than through _runtime_context: one coroutine fewer per run.
-            try:
-                run_context = agent.runtime_context(self._context_input(agent, thread, caller))
-                if is_awaitable(run_context):
-                    run_context = await run_context
-            except Exception as error:
-                raise await self._app_failure(agent, thread, "runtime_context", error) from error
+        run_context = await self._runtime_context(agent, thread, caller)
         instructions = agent.instructions
         if not isinstance(instructions, str):
             run_input: InstructionsInput[Any] = InstructionsInput(
@@ -323,11 +314,8 @@ class AgentLoop:
         for name, enabled in agent.tool_enabled.items():
             try:
                 value: object = enabled(check)
-                # A bool is the common answer, a coroutine the next: neither needs the lookup.
-                if type(value) is CoroutineType or (
-                    type(value) is not bool and is_awaitable(value)
-                ):
-                    value = await cast("Awaitable[object]", value)
+                if is_awaitable(value):
+                    value = await value
             except Exception as error:
                 failure = await self._app_failure(agent, run.thread, "runtime_context", error, name)
                 raise failure from error
@@ -556,13 +544,9 @@ class AgentLoop:
         fn = agent.runtime_context
         if fn is None:
             return None
-        try:
-            value = fn(self._context_input(agent, thread, caller))
-            awaitable = maybe_await(value)
-            return value if awaitable is None else await awaitable
-        except Exception as error:
-            failure = await self._app_failure(agent, thread, "runtime_context", error)
-            raise failure from error
+        return await self._app_call(
+            agent, thread, "runtime_context", fn, self._context_input(agent, thread, caller)
+        )
 
     async def _app_call(
         self,
@@ -576,8 +560,7 @@ class AgentLoop:
         raised as a :class:`RuntimeContextError`."""
         try:
             value = fn(arg)
-            awaitable = maybe_await(value)
-            return value if awaitable is None else await awaitable
+            return (await value) if is_awaitable(value) else value
         except Exception as error:
             raise await self._app_failure(agent, thread, source, error) from error
 

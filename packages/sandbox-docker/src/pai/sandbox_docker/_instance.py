@@ -91,6 +91,16 @@ _OOM_KILLS_SCRIPT = (
     "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
 )
 _OOM_KILL_LINE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
+# The probe after an odd end: a live container runs it and exits 0, printing its OOM kill count.
+_PROBE = ["sh", "-c", f"{_OOM_KILLS_SCRIPT}; exit 0"]
+
+
+def _oom_kills_in(out: bytes) -> int | None:
+    """The out-of-memory kill count in the output of ``_OOM_KILLS_SCRIPT`` (``None``: none
+    printed, no memory cgroup in sight)."""
+    match = _OOM_KILL_LINE.search(out)
+    return int(match.group(1)) if match else None
+
 
 #: A batch goes through one exec's arguments (checked and written by one script) when each
 #: file's escaped content fits in one argument (the kernel's limit is 128 KiB) and all of them
@@ -422,16 +432,18 @@ class DockerSandboxInstance:
             if not isinstance(error, SandboxVanishedError):
                 with anyio.CancelScope(shield=True):
                     await self._stop(session, marker, holder, done, None)
-                if isinstance(error, SandboxProviderError) and await self._cut_off():
+                if isinstance(error, SandboxProviderError) and (await self._cut_off())[0]:
                     return None
             raise error
         exit_code = codes[0] if codes else -1
         if timed_out:
             exit_code = EXIT_TIMEOUT
-        elif exit_code in _CUT_OFF and await self._cut_off():
-            return None
-        if exit_code == _KILLED and not timed_out:
-            kept[2].append(await anyio.to_thread.run_sync(self._out_of_memory_note_sync))
+        elif exit_code in _CUT_OFF:
+            cut_off, oom_kills = await self._cut_off()
+            if cut_off:
+                return None
+            if exit_code == _KILLED:
+                kept[2].append(self._out_of_memory_note(oom_kills))
         return RawCommandResult(
             stdout=b"".join(kept[1]),
             stderr=b"".join(kept[2]),
@@ -444,18 +456,16 @@ class DockerSandboxInstance:
         """The container's out-of-memory kill count now; ``None`` when it cannot be read (no
         memory cgroup in sight, or the container is not running)."""
         try:
-            _, out, _ = self._engine.exec_simple(self._id, ["sh", "-c", _OOM_KILLS_SCRIPT])
+            _, out, _ = self._engine.exec_simple(self._id, _PROBE)
         except (ContainerStopped, ContainerPaused, SandboxVanishedError, SandboxProviderError):
             return None
-        match = _OOM_KILL_LINE.search(out)
-        return int(match.group(1)) if match else None
+        return _oom_kills_in(out)
 
-    def _out_of_memory_note_sync(self) -> bytes:
-        """After a command was killed (exit 137) in a live container: a line for its stderr when
-        the container's out-of-memory kill count rose, naming the limit; else nothing (a
-        ``kill -9`` also exits 137)."""
-        count, before = self._oom_kills_now_sync(), self._oom_kills
-        self._oom_kills = count
+    def _out_of_memory_note(self, count: int | None) -> bytes:
+        """After a command was killed (exit 137) in a live container whose out-of-memory kill
+        count now reads ``count``: a line for its stderr when the count rose, naming the limit;
+        else nothing (a ``kill -9`` also exits 137)."""
+        before, self._oom_kills = self._oom_kills, count
         if count is None or before is None or count <= before:
             return b""
         limit = self._provider.memory
@@ -465,45 +475,48 @@ class DockerSandboxInstance:
             "the limit\n"
         ).encode()
 
-    async def _cut_off(self) -> bool:
-        """After a command ended oddly: was it cut off by its container going away?
+    async def _cut_off(self) -> tuple[bool, int | None]:
+        """After a command ended oddly: was it cut off by its container going away? With the
+        container's out-of-memory kill count, when the probe that found it alive read one.
 
         Gone raises :class:`SandboxVanishedError` (the facade re-creates the container and runs
         the command again, saying ``environment_reset=True``); stopped or paused: it is brought
         back with its files and ``True`` says to run the command again; running: ``False``, the
         command's own result stands (a process killed by a signal also exits 137).
         """
-        state = await anyio.to_thread.run_sync(self._settled_state_sync)
+        state, oom_kills = await anyio.to_thread.run_sync(self._settled_state_sync)
         if state == "running":
-            return False
+            return False, oom_kills
         if state == "gone":
             raise SandboxVanishedError(
                 f"the Docker container {self._id[:12]} went away during the command"
             )
         await anyio.to_thread.run_sync(self._revive_sync)
-        return True
+        return True, None
 
-    def _settled_state_sync(self) -> str:
-        """The container's state once a kill or removal in progress has finished.
+    def _settled_state_sync(self) -> tuple[str, int | None]:
+        """The container's state once a kill or removal in progress has finished, and its
+        out-of-memory kill count when it is running (``None`` when none could be read).
 
         A killed or removed container's processes die before the engine records the change, so
         "running" right after a 137 proves nothing: a probe exec tells a live container (it runs
-        and exits 0) from a dying one, whose state is then awaited for a few seconds.
+        and exits 0, printing the count) from a dying one, whose state is then awaited for a few
+        seconds.
         """
         state = self._state_sync()
         if state != "running":
-            return state
+            return state, None
         try:
-            code, _, _ = self._engine.exec_simple(self._id, ["sh", "-c", ":"])
+            code, out, _ = self._engine.exec_simple(self._id, _PROBE)
         except (ContainerStopped, ContainerPaused, SandboxVanishedError, SandboxProviderError):
-            code = -1
+            code, out = -1, b""
         if code == 0:
-            return "running"
+            return "running", _oom_kills_in(out)
         deadline = time.monotonic() + 5
         while state == "running" and time.monotonic() < deadline:
             time.sleep(0.05)
             state = self._state_sync()
-        return state
+        return state, None
 
     async def _stop(
         self,
