@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -362,6 +363,55 @@ async def test_a_disabled_tool_is_not_offered_to_the_model() -> None:
     await thread.send("hi")
 
     assert model.offered(1) == ["search"]
+
+
+def _predicate_forms(answer: object) -> list[Any]:
+    """The same predicate as a plain function, an ``async def``, a plain function returning a
+    coroutine, an object with an async ``__call__``, and a partial of an ``async def``."""
+
+    def plain(check: ToolEnabledInput[Plan]) -> Any:
+        return answer
+
+    async def coroutine_function(check: ToolEnabledInput[Plan]) -> Any:
+        await anyio.lowlevel.checkpoint()
+        return answer
+
+    class AsyncCallable:
+        async def __call__(self, check: ToolEnabledInput[Plan]) -> Any:
+            return answer
+
+    async def with_answer(value: object, check: ToolEnabledInput[Plan]) -> Any:
+        return value
+
+    return [
+        plain,
+        coroutine_function,
+        lambda check: coroutine_function(check),
+        AsyncCallable(),
+        functools.partial(with_answer, answer),
+    ]
+
+
+@pytest.mark.parametrize("offered", [True, False])
+@pytest.mark.parametrize("form", range(5))
+async def test_every_form_of_predicate_is_awaited_when_it_must_be(offered: bool, form: int) -> None:
+    # Truthy and falsy values that are not bools, too: the answer is taken for its truth.
+    enabled = _predicate_forms(1 if offered else "")[form]
+    model = Recorder(text("done"))
+    agent = define_agent(
+        name="main",
+        model=model,
+        runtime_context=lambda run: Plan(tier="starter"),
+        tools={
+            "intake": ToolEntry(tool=echo_context_tool("intake"), enabled=enabled),
+            "search": echo_context_tool("search"),
+        },
+    )
+    thread = await build_runtime(agent).admin(identity=ANN).create_thread()
+
+    await thread.send("hi")
+
+    assert model.offered(1) == (["intake", "search"] if offered else ["search"])
 
 
 async def test_an_enabled_predicate_runs_on_every_model_step_and_sees_the_step() -> None:

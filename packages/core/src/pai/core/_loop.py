@@ -23,10 +23,11 @@ answer.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import anyio
 import pydantic_core
@@ -37,6 +38,7 @@ from pai.core._admin import Caller, RunResult
 from pai.core._agent import Agent, InstructionsInput
 from pai.core._awaitables import is_awaitable
 from pai.core._context import (
+    EnabledFn,
     RuntimeContextInput,
     new_runtime_context_input,
     new_tool_enabled_input,
@@ -122,6 +124,15 @@ class Run:
     """Tokens the run's model calls used so far."""
 
 
+class _Predicate(NamedTuple):
+    """A tool's ``enabled`` predicate, and whether it is an ``async def`` (known once per agent,
+    not asked of every result)."""
+
+    tool: str
+    enabled: EnabledFn[Any]
+    is_async: bool
+
+
 class AgentLoop:
     """Runs agents, their tools and their commands in the threads of one runtime."""
 
@@ -142,11 +153,16 @@ class AgentLoop:
         # Whether its model streams does not either: no protocol check per step.
         self._offers: dict[str, Offered] = {}
         self._streaming: dict[str, bool] = {}
+        self._predicates: dict[str, tuple[_Predicate, ...]] = {}
         self._context_inputs: dict[str, tuple[Caller, str, RuntimeContextInput]] = {}
         for name, each in agents.items():
             specs = tuple(tool_specs(each))
             self._offers[name] = Offered(specs, frozenset(spec.name for spec in specs))
             self._streaming[name] = isinstance(each.model, StreamingModel)
+            self._predicates[name] = tuple(
+                _Predicate(tool, enabled, inspect.iscoroutinefunction(enabled))
+                for tool, enabled in each.tool_enabled.items()
+            )
 
     # -- operations (what AdminClient's thread handles call) --------------------------------
 
@@ -223,7 +239,8 @@ class AgentLoop:
     ) -> object:
         command = self._agent.commands[name]
         thread = await self._threads.get(caller, thread_id)
-        run_context = await self._runtime_context(self._agent, thread, caller)
+        pending = self._runtime_context(self._agent, thread, caller)
+        run_context = None if pending is None else await pending
         try:
             capabilities = await self._acquisition.acquire(command.capabilities, thread, caller)
             ctx: CommandContext[Any, Any] = CommandContext(
@@ -281,7 +298,8 @@ class AgentLoop:
                 '([model] provider = "openai", name = "gpt-4.1-mini"), or, in tests, '
                 "create_test_runtime(model=...)"
             )
-        run_context = await self._runtime_context(agent, thread, caller)
+        pending = self._runtime_context(agent, thread, caller)
+        run_context = None if pending is None else await pending
         instructions = agent.instructions
         if not isinstance(instructions, str):
             run_input: InstructionsInput[Any] = InstructionsInput(
@@ -297,7 +315,8 @@ class AgentLoop:
         """The tools the model is offered on this step: every tool whose predicate says so."""
         agent = run.agent
         offered = self._offers[agent.name]
-        if not agent.tool_enabled:
+        predicates = self._predicates[agent.name]
+        if not predicates:
             return offered
         caller = run.caller
         # One input serves every predicate of the step.
@@ -311,10 +330,12 @@ class AgentLoop:
             step,
         )
         disabled: list[str] | None = None
-        for name, enabled in agent.tool_enabled.items():
+        for name, enabled, is_async in predicates:
             try:
-                value: object = enabled(check)
-                if is_awaitable(value):
+                value: Any = enabled(check)
+                # An ``async def`` predicate's coroutine is awaited without asking; any other
+                # result is awaited when it is awaitable (a bool, the usual answer, never is).
+                if is_async or (type(value) is not bool and is_awaitable(value)):
                     value = await value
             except Exception as error:
                 failure = await self._app_failure(agent, run.thread, "runtime_context", error, name)
@@ -524,29 +545,27 @@ class AgentLoop:
 
     # -- app functions: runtime context, instructions, predicates -----------------------------
 
-    def _context_input(
+    def _runtime_context(
         self, agent: Agent, thread: ThreadRecord, caller: Caller
-    ) -> RuntimeContextInput:
-        """What ``agent``'s runtime_context function is given for a run in ``thread``. It is
-        immutable and made of the caller, the thread and the agent alone: the agent's last one
-        serves the next run by the same caller in the same thread."""
-        last = self._context_inputs.get(agent.name)
-        if last is not None and last[0] is caller and last[1] == thread.id:
-            return last[2]
-        run = new_runtime_context_input(
-            caller.identity, thread.id, caller.scope_key, caller.user_key, agent.name
-        )
-        self._context_inputs[agent.name] = (caller, thread.id, run)
-        return run
+    ) -> Awaitable[Any] | None:
+        """The agent's runtime context for one run, to await; ``None`` when it has no function
+        (then the context is ``None``, and no coroutine is made for it).
 
-    async def _runtime_context(self, agent: Agent, thread: ThreadRecord, caller: Caller) -> Any:
-        """The agent's runtime context for one run (``None`` when it has no function)."""
+        Its function's input is immutable and made of the caller, the thread and the agent
+        alone: the agent's last one serves the next run by the same caller in the same thread.
+        """
         fn = agent.runtime_context
         if fn is None:
             return None
-        return await self._app_call(
-            agent, thread, "runtime_context", fn, self._context_input(agent, thread, caller)
-        )
+        last = self._context_inputs.get(agent.name)
+        if last is not None and last[0] is caller and last[1] == thread.id:
+            run = last[2]
+        else:
+            run = new_runtime_context_input(
+                caller.identity, thread.id, caller.scope_key, caller.user_key, agent.name
+            )
+            self._context_inputs[agent.name] = (caller, thread.id, run)
+        return self._app_call(agent, thread, "runtime_context", fn, run)
 
     async def _app_call(
         self,
