@@ -91,19 +91,20 @@ class ThreadOperations(Protocol):
 
 
 class RunOperations(Protocol):
-    """What the admin client runs in a thread: the agent, and commands."""
+    """What the admin client runs in a thread: the agent, and commands. ``send`` and
+    ``submit_tool_results`` give what to await (no coroutine of their own in between)."""
 
-    async def send(
+    def send(
         self,
         caller: Caller,
         thread_id: str,
         text: str,
         emit: Callable[[RunEvent], Awaitable[None]] | None = None,
-    ) -> RunResult: ...
+    ) -> Awaitable[RunResult]: ...
 
-    async def submit_tool_results(
+    def submit_tool_results(
         self, caller: Caller, thread_id: str, results: Mapping[str, object]
-    ) -> RunResult: ...
+    ) -> Awaitable[RunResult]: ...
 
     async def run_command(
         self, caller: Caller, thread_id: str, name: str, raw_input: object

@@ -166,12 +166,13 @@ class AgentLoop:
 
     # -- operations (what AdminClient's thread handles call) --------------------------------
 
-    async def send(
+    # send and submit_tool_results hand back the tracked work to await rather than awaiting it
+    # in a coroutine of their own: one frame fewer for every run in flight.
+
+    def send(
         self, caller: Caller, thread_id: str, text: str, emit: Emit | None = None
-    ) -> RunResult:
-        return await self._threads.tracked(
-            thread_id, partial(self._send, caller, thread_id, text, emit)
-        )
+    ) -> Awaitable[RunResult]:
+        return self._threads.tracked(thread_id, partial(self._send, caller, thread_id, text, emit))
 
     async def _send(
         self, caller: Caller, thread_id: str, text: str, emit: Emit | None
@@ -180,10 +181,10 @@ class AgentLoop:
         agent = self._agents[thread.agent_name]
         return await self.run(agent, thread, caller, [UserMessage(content=text)], emit)
 
-    async def submit_tool_results(
+    def submit_tool_results(
         self, caller: Caller, thread_id: str, results: Mapping[str, object]
-    ) -> RunResult:
-        return await self._threads.tracked(
+    ) -> Awaitable[RunResult]:
+        return self._threads.tracked(
             thread_id, partial(self._submit_tool_results, caller, thread_id, results)
         )
 
@@ -393,7 +394,14 @@ class AgentLoop:
         for call in calls:
             tool = agent.tools.get(call.name) if call.name in offered.names else None
             (external if tool is not None and tool.execute is None else runnable).append(call)
-        results = await self._run_tool_calls(run, offered, runnable)
+        # A single call is awaited right here: no coroutine between the step and the tool.
+        results: list[Message]
+        if len(runnable) == 1:
+            results = [await self._run_tool_call(run, offered, runnable[0])]
+        elif runnable:
+            results = await self._run_parallel_tool_calls(run, offered, runnable)
+        else:
+            results = []
         if run.emit is not None:
             for result in results:
                 await run.emit(ToolCallResult(cast("ToolResultMessage", result)))
@@ -430,20 +438,11 @@ class AgentLoop:
 
     # -- tool calls ---------------------------------------------------------------------------
 
-    async def _run_tool_calls(
-        self, run: Run, offered: Offered, calls: Sequence[ToolCall]
-    ) -> list[Message]:
-        if not calls:
-            return []
-        if len(calls) == 1:
-            return [await self._run_tool_call(run, offered, calls[0])]
-        return await self._run_parallel_tool_calls(run, offered, calls)
-
     async def _run_parallel_tool_calls(
         self, run: Run, offered: Offered, calls: Sequence[ToolCall]
     ) -> list[Message]:
-        # Apart from _run_tool_calls: the closure's cells would otherwise be made for every
-        # single call too, and held while its tool runs.
+        # Apart from complete(): the closure's cells would otherwise be made for every single
+        # call too, and held while its tool runs.
         results: list[Message | None] = [None] * len(calls)
 
         async def one(index: int, call: ToolCall) -> None:

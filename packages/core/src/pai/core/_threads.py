@@ -127,9 +127,9 @@ class Threads:
             self.history.forget(deleted)
             await self._retire(caller, thread, deleted)
 
-    async def tracked(self, thread_id: str, fn: Callable[[], Awaitable[T]]) -> T:
-        """Run ``fn`` as work of ``thread_id``: deleting the thread cancels it."""
-        return await self.work.run(thread_id, fn, _thread_deleted)
+    def tracked(self, thread_id: str, fn: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        """``fn`` run as work of ``thread_id``, to await: deleting the thread cancels it."""
+        return self.work.run(thread_id, fn, _thread_deleted)
 
     async def _retire(self, caller: Caller, thread: ThreadRecord, deleted: list[str]) -> None:
         """Cancel the deleted threads' work, let it settle, and dispose the instances they own."""
