@@ -330,3 +330,33 @@ async def test_each_event_reaches_the_reader_before_the_model_is_asked_for_the_n
                     seen.append((event.text, asked[-1]))
 
     assert seen == [(str(index), index) for index in range(5)] * 20
+
+
+async def test_the_reader_sees_each_event_before_the_model_is_read_further() -> None:
+    log: list[str] = []
+
+    class LoggingModel:
+        async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+            for piece in ("a", "b", "c"):
+                log.append(f"model gives {piece}")
+                yield TextDelta(piece)
+            yield ResponseFinished("stop")
+
+        async def respond(self, request: ModelRequest) -> ModelResponse:
+            raise AssertionError("a streamed run streams")
+
+        async def request(self, request: ModelRequest) -> AssistantMessage:
+            raise AssertionError("a streamed run streams")
+
+    async with create_test_runtime(agent=agent_with(LoggingModel())) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        async for event in thread.stream("go"):
+            if isinstance(event, TextDelta):
+                log.append(f"reader sees {event.text}")
+                await anyio.sleep(0.01)  # a slow reader: the run waits for it
+
+    assert log == [
+        "model gives a", "reader sees a",
+        "model gives b", "reader sees b",
+        "model gives c", "reader sees c",
+    ]  # fmt: skip

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import anyio
-import anyio.lowlevel
 
 from pai.core._errors import InvalidThreadIdError
 from pai.core._messages import Message, ToolCall
 from pai.core._model import Usage
+from pai.core._relay import EventRelay
 from pai.core._run_events import RunEvent
 from pai.core._storage import ThreadRecord
 
@@ -177,33 +177,25 @@ class ThreadHandle:
                 elif isinstance(event, RunFinished):
                     print(f"\n{event.result.usage.total_tokens} tokens")
         """
-        # No buffer: a slow reader slows the run down rather than events piling up in memory.
-        send, receive = anyio.create_memory_object_stream[RunEvent](0)
+        relay: EventRelay[RunEvent] = EventRelay()
         failure: list[BaseException] = []
 
-        async def emit(event: RunEvent) -> None:
-            # Hand the event to the waiting reader, then let the reader run before the run
-            # goes on: otherwise the run would read and parse the model's next chunk (until its
-            # next wait) before the reader saw this one, which delays every first token. Two
-            # checkpoints, because trio may run the tasks woken together in either order.
-            try:
-                send.send_nowait(event)
-            except anyio.WouldBlock:  # the reader is not waiting yet (or busy): wait for it
-                await send.send(event)
-            await anyio.lowlevel.checkpoint()
-            await anyio.lowlevel.checkpoint()
-
         async def run() -> None:
-            async with send:
-                try:
-                    await self._runs.send(self._caller, self.id, text, emit)
-                except Exception as error:
-                    failure.append(error)
+            try:
+                await self._runs.send(self._caller, self.id, text, relay.put)
+            except Exception as error:
+                failure.append(error)
+            finally:
+                relay.end()
 
-        async with anyio.create_task_group() as tg, receive:
+        async with anyio.create_task_group() as tg:
             tg.start_soon(run)
             try:
-                async for event in receive:
+                while True:
+                    try:
+                        event = await relay.get()
+                    except StopAsyncIteration:
+                        break
                     yield event
             except GeneratorExit:  # the reader closed the stream: the run is cancelled
                 tg.cancel_scope.cancel()

@@ -74,8 +74,10 @@ class ActiveWork:
 
     def __init__(self) -> None:
         self._by_thread: dict[str, set[_ActiveOperation]] = {}
-        self._current: contextvars.ContextVar[frozenset[_ActiveOperation]] = contextvars.ContextVar(
-            "pai_active_operations", default=frozenset()
+        # The operations the current task is part of: a tuple, as they nest only a few deep (a
+        # delegated run inside a run), and adding one to a tuple makes no set.
+        self._current: contextvars.ContextVar[tuple[_ActiveOperation, ...]] = (
+            contextvars.ContextVar("pai_active_operations", default=())
         )
 
     async def run(
@@ -90,9 +92,11 @@ class ActiveWork:
         instead of whatever the work then returned or raised (chained as its cause).
         """
         operation = _ActiveOperation()
-        operations = self._by_thread.setdefault(thread_id, set())
+        operations = self._by_thread.get(thread_id)
+        if operations is None:
+            operations = self._by_thread[thread_id] = set()
         operations.add(operation)
-        token = self._current.set(self._current.get() | {operation})
+        token = self._current.set((*self._current.get(), operation))
         results: list[T] = []
         try:
             with operation.cancel_scope:
