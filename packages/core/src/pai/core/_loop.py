@@ -27,7 +27,7 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple, cast
+from typing import Any, TypeAlias, cast
 
 import anyio
 import pydantic_core
@@ -124,13 +124,10 @@ class Run:
     """Tokens the run's model calls used so far."""
 
 
-class _Predicate(NamedTuple):
-    """A tool's ``enabled`` predicate, and whether it is an ``async def`` (known once per agent,
-    not asked of every result)."""
-
-    tool: str
-    enabled: EnabledFn[Any]
-    is_async: bool
+_Predicate: TypeAlias = tuple[str, "EnabledFn[Any]", bool]
+"""A tool's name, its ``enabled`` predicate, and whether that is an ``async def`` (known once per
+agent, not asked of every result). A plain tuple: unpacked on every step, where a named tuple
+takes the slower path."""
 
 
 class AgentLoop:
@@ -160,7 +157,7 @@ class AgentLoop:
             self._offers[name] = Offered(specs, frozenset(spec.name for spec in specs))
             self._streaming[name] = isinstance(each.model, StreamingModel)
             self._predicates[name] = tuple(
-                _Predicate(tool, enabled, inspect.iscoroutinefunction(enabled))
+                (tool, enabled, inspect.iscoroutinefunction(enabled))
                 for tool, enabled in each.tool_enabled.items()
             )
 
