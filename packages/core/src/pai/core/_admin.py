@@ -189,7 +189,8 @@ class ThreadHandle:
                 relay.end()
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
+            # A fixed name: anyio would otherwise build one from the function on every stream.
+            tg.start_soon(run, name="pai streamed run")
             try:
                 while True:
                     try:
