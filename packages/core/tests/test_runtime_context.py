@@ -346,23 +346,25 @@ def plan_predicate(tier: str) -> Any:
     return enabled
 
 
-async def test_a_disabled_tool_is_not_offered_to_the_model() -> None:
+async def offered_on_first_step(enabled: Any) -> list[str]:
+    """The tools the model is offered on a starter plan, ``intake`` given ``enabled``."""
     model = Recorder(text("done"))
     agent = define_agent(
         name="main",
         model=model,
         runtime_context=lambda run: Plan(tier="starter"),
         tools={
-            "intake": ToolEntry(tool=echo_context_tool("intake"), enabled=plan_predicate("gold")),
+            "intake": ToolEntry(tool=echo_context_tool("intake"), enabled=enabled),
             "search": echo_context_tool("search"),
         },
     )
-    runtime = build_runtime(agent)
-    thread = await runtime.admin(identity=ANN).create_thread()
-
+    thread = await build_runtime(agent).admin(identity=ANN).create_thread()
     await thread.send("hi")
+    return model.offered(1)
 
-    assert model.offered(1) == ["search"]
+
+async def test_a_disabled_tool_is_not_offered_to_the_model() -> None:
+    assert await offered_on_first_step(plan_predicate("gold")) == ["search"]
 
 
 def _predicate_forms(answer: object) -> list[Any]:
@@ -397,21 +399,10 @@ def _predicate_forms(answer: object) -> list[Any]:
 async def test_every_form_of_predicate_is_awaited_when_it_must_be(offered: bool, form: int) -> None:
     # Truthy and falsy values that are not bools, too: the answer is taken for its truth.
     enabled = _predicate_forms(1 if offered else "")[form]
-    model = Recorder(text("done"))
-    agent = define_agent(
-        name="main",
-        model=model,
-        runtime_context=lambda run: Plan(tier="starter"),
-        tools={
-            "intake": ToolEntry(tool=echo_context_tool("intake"), enabled=enabled),
-            "search": echo_context_tool("search"),
-        },
-    )
-    thread = await build_runtime(agent).admin(identity=ANN).create_thread()
 
-    await thread.send("hi")
+    tools = await offered_on_first_step(enabled)
 
-    assert model.offered(1) == (["intake", "search"] if offered else ["search"])
+    assert tools == (["intake", "search"] if offered else ["search"])
 
 
 async def test_an_enabled_predicate_runs_on_every_model_step_and_sees_the_step() -> None:
