@@ -34,9 +34,10 @@ async def test_a_producer_goes_on_only_after_the_reader_took_its_item() -> None:
             log.append(f"taken {item}")
         relay.end()
 
+    got: list[int] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(produce)
-        got = await drain(relay, log)
+        got += await drain(relay, log)
 
     assert got == [1, 2, 3]
     # The reader handles each item before its producer resumes: never two items in flight.
@@ -82,9 +83,10 @@ async def test_items_of_many_producers_at_once_each_arrive_exactly_once() -> Non
                 tg.start_soon(produce, base)
         relay.end()
 
+    got: list[int] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(producers)
-        got = await drain(relay, [])
+        got += await drain(relay, [])
 
     assert sorted(got) == list(range(200))
     assert sorted(returned) == list(range(200))
