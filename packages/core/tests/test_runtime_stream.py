@@ -34,7 +34,14 @@ from pai.core import (
     define_agent,
     define_tool,
 )
-from pai.core.testing import ScriptedModel, create_test_runtime, events, text, tool_call
+from pai.core.testing import (
+    ScriptedModel,
+    create_test_runtime,
+    events,
+    text,
+    tool_call,
+    tool_calls,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -360,3 +367,44 @@ async def test_the_reader_sees_each_event_before_the_model_is_read_further() -> 
         "model gives b", "reader sees b",
         "model gives c", "reader sees c",
     ]  # fmt: skip
+
+
+async def test_two_delegated_runs_at_once_stream_every_event_each_in_its_order() -> None:
+    pieces = [f"p{i} " for i in range(20)]
+
+    def streaming_helper(name: str) -> object:
+        return define_agent(
+            name=name,
+            model=ScriptedModel(
+                [events(*(TextDelta(f"{name}:{p}") for p in pieces), ResponseFinished("stop"))]
+            ),
+        )
+
+    agent = define_agent(
+        name="main",
+        model=ScriptedModel(
+            [
+                tool_calls(("left", {"task": "a"}), ("right", {"task": "b"}), ids=["l1", "r1"]),
+                text("both done"),
+            ]
+        ),
+        subagents={"left": streaming_helper("left"), "right": streaming_helper("right")},  # type: ignore[dict-item]
+    )
+    async with create_test_runtime(agent=agent) as runtime:
+        thread = await runtime.admin(identity=None).create_thread()
+        seen = [event async for event in thread.stream("go")]
+
+    for name, call_id in (("left", "l1"), ("right", "r1")):
+        texts = [
+            e.event.text
+            for e in seen
+            if isinstance(e, DelegatedRunEvent)
+            and e.tool_call_id == call_id
+            and isinstance(e.event, TextDelta)
+        ]
+        assert texts == [f"{name}:{p}" for p in pieces]
+    # The two runs streamed at the same time: their events interleave.
+    ids = [e.tool_call_id for e in seen if isinstance(e, DelegatedRunEvent)]
+    assert ids not in (sorted(ids), sorted(ids, reverse=True))
+    assert isinstance(seen[-1], RunFinished)
+    assert seen[-1].result.text == "both done"
