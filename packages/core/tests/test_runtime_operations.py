@@ -130,6 +130,32 @@ async def test_a_command_receives_its_capabilities() -> None:
     assert boxes.instances == {boxes.keys[0]: instance}
 
 
+@pytest.mark.parametrize("local", ["box", "storage"], ids=["named-as-its-id", "aliased"])
+async def test_a_capability_is_reached_by_its_local_name_alone_and_by_its_token(local: str) -> None:
+    async def run(ctx: CommandContext[NoInput]) -> object:
+        caps = ctx.capabilities
+        try:  # the capability's id, as a name: only when it is also the local name
+            by_id_as_name: object = getattr(caps, box.id) is caps[box]
+        except AttributeError as error:
+            by_id_as_name = str(error)
+        return list(caps), getattr(caps, local) is caps[box], by_id_as_name
+
+    command = define_command(input=NoInput, capabilities={local: box}, run=run)
+    runtime = build_runtime(build_agent(commands={"look": command}), RecordingBinding(box))
+    thread = await new_thread(runtime)
+
+    names, by_local_name, by_id_as_name = await thread.commands.look({})
+
+    assert names == [local]
+    assert by_local_name is True
+    if local == box.id:
+        assert by_id_as_name is True
+    else:
+        assert by_id_as_name == (
+            "no capability named 'box' on this operation; declared names: ['storage']"
+        )
+
+
 async def test_invalid_command_input_raises_listing_every_bad_field_and_runs_nothing() -> None:
     runtime = greeter()
     thread = await new_thread(runtime)

@@ -47,6 +47,7 @@ class Acquisition:
             declared=declared,
             steps=steps,
             names=tuple((name, token.id) for name, token in declared.items()),
+            named_by_id=all(name == token.id for name, token in declared.items()),
             walks=any(_walks_to_root(binding) for _, binding in steps),
             pure=not any(callable(binding.scope) for _, binding in steps),
         )
@@ -103,6 +104,8 @@ class Acquisition:
                 f"could not acquire capabilities for thread {thread.id!r}: {detail}",
                 ids=[cap_id for cap_id, _ in failures],
             ) from failures[0][1]
+        if plan.named_by_id:  # each local name is its capability's id: one mapping serves both
+            return Capabilities(by_id, by_id)
         return Capabilities({name: by_id[cap_id] for name, cap_id in plan.names}, by_id)
 
     def _inputs(
@@ -167,7 +170,7 @@ class _Plan:
     """What acquiring one operation's capabilities needs, worked out once per operation, and the
     inputs of its last acquisition (see ``Acquisition._inputs``)."""
 
-    __slots__ = ("declared", "last", "names", "pure", "steps", "walks")
+    __slots__ = ("declared", "last", "named_by_id", "names", "pure", "steps", "walks")
 
     def __init__(
         self,
@@ -175,12 +178,14 @@ class _Plan:
         declared: Mapping[str, Capability[object]],
         steps: tuple[tuple[str, CapabilityBinding[object]], ...],
         names: tuple[tuple[str, str], ...],
+        named_by_id: bool,
         walks: bool,
         pure: bool,
     ) -> None:
         self.declared = declared
         self.steps = steps
         self.names = names
+        self.named_by_id = named_by_id
         self.walks = walks
         self.pure = pure
         self.last: tuple[Caller, str, str | None, tuple[AcquireInput, ...]] | None = None
