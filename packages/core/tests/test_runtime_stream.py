@@ -22,6 +22,8 @@ from pai.core import (
     RunEvent,
     RunFinished,
     TextDelta,
+    ThreadDeletedError,
+    ThreadNotFoundError,
     ToolCallArgumentsDelta,
     ToolCallFinished,
     ToolCallResult,
@@ -408,3 +410,25 @@ async def test_two_delegated_runs_at_once_stream_every_event_each_in_its_order()
     assert ids not in (sorted(ids), sorted(ids, reverse=True))
     assert isinstance(seen[-1], RunFinished)
     assert seen[-1].result.text == "both done"
+
+
+async def test_deleting_the_thread_while_the_reader_holds_an_event_ends_the_stream() -> None:
+    # The run waits for the reader to take its next event; the deletion cancels that wait at
+    # once (no settlement window to sit out), and the reader's next step raises the deletion.
+    model = ScriptedModel([events(TextDelta("one"), TextDelta("two"), ResponseFinished("stop"))])
+    async with create_test_runtime(
+        agent=agent_with(model),  # type: ignore[arg-type]
+        settlement_window=60,
+    ) as runtime:
+        thread = await runtime.admin(identity=None).create_thread()
+        seen: list[RunEvent] = []
+        with anyio.fail_after(10), pytest.raises(ThreadDeletedError):
+            async with contextlib.aclosing(thread.stream("go")) as stream:
+                async for event in stream:
+                    seen.append(event)
+                    if event == TextDelta("one"):
+                        await thread.delete()
+        with pytest.raises(ThreadNotFoundError):
+            await thread.messages()
+
+    assert seen == [TextDelta("one")]
