@@ -422,12 +422,16 @@ async def test_deleting_the_thread_while_the_reader_holds_an_event_ends_the_stre
     ) as runtime:
         thread = await runtime.admin(identity=None).create_thread()
         seen: list[RunEvent] = []
-        with anyio.fail_after(10), pytest.raises(ThreadDeletedError):
+
+        async def read_and_delete() -> None:
             async with contextlib.aclosing(thread.stream("go")) as stream:
                 async for event in stream:
                     seen.append(event)
                     if event == TextDelta("one"):
                         await thread.delete()
+
+        with anyio.fail_after(10), pytest.raises(ThreadDeletedError):
+            await read_and_delete()
         with pytest.raises(ThreadNotFoundError):
             await thread.messages()
 
