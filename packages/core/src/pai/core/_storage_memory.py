@@ -210,10 +210,10 @@ class InMemoryStorage:
                 "must be >= 0; pass 0 to read the whole thread"
             )
         entry = self._threads.get(thread_id)
-        if entry is None:
+        if entry is None or start >= len(entry.messages):  # nothing (new) to read
             return ()
         return tuple(
-            decode_message(stored) if isinstance(stored, str | bytes) else stored
+            decode_message(stored) if isinstance(stored, (str, bytes)) else stored
             for stored in entry.messages[start:]
         )
 
