@@ -122,6 +122,26 @@ async def test_collect_response_orders_parallel_tool_calls_by_index_not_by_finis
     assert response.finish_reason == "tool_calls"
 
 
+async def test_collect_response_hands_each_event_to_on_event_as_it_arrives() -> None:
+    seen: list[object] = []
+    pulled: list[object] = []
+
+    async def source() -> AsyncIterator[ModelEvent]:
+        for event in (TextDelta("a"), TextDelta("b"), ResponseFinished("stop")):
+            pulled.append(event)
+            yield event
+
+    async def on_event(event: ModelEvent) -> None:
+        # Each event is seen before the next one is pulled from the stream.
+        assert pulled[-1] == event
+        seen.append(event)
+
+    response = await collect_response(source(), on_event=on_event)
+
+    assert seen == pulled
+    assert response.content == "ab"
+
+
 async def test_a_stream_without_a_finish_event_is_a_response_error() -> None:
     with pytest.raises(ModelResponseError, match="without a ResponseFinished"):
         await collect_response(_from([TextDelta("cut")]))

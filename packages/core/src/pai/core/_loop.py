@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeAlias, cast
@@ -72,7 +72,6 @@ from pai.core._messages import (
 )
 from pai.core._model import (
     Model,
-    ModelEvent,
     ModelRequest,
     ModelResponse,
     StreamingModel,
@@ -621,15 +620,9 @@ async def _streamed(
         cast("StreamingModel", model).stream(request) if streaming else stream_model(model, request)
     )
     try:
-        return await collect_response(_emitting(events, emit))
+        return await collect_response(events, on_event=emit)
     finally:
         await aclose_if_closable(events)
-
-
-async def _emitting(events: AsyncIterator[ModelEvent], emit: Emit) -> AsyncIterator[ModelEvent]:
-    async for event in events:
-        await emit(event)
-        yield event
 
 
 def _failed(call: ToolCall, text: str) -> ToolResultMessage:

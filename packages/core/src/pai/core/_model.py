@@ -18,7 +18,7 @@ same ``index``; argument deltas in between carry the JSON text as it arrives. Us
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -236,18 +236,24 @@ class StreamingModel(Model, Protocol):
         ...
 
 
-async def collect_response(events: AsyncIterable[ModelEvent]) -> ModelResponse:
+async def collect_response(
+    events: AsyncIterable[ModelEvent],
+    *,
+    on_event: Callable[[ModelEvent], Awaitable[None]] | None = None,
+) -> ModelResponse:
     """Fold a model's event stream into one :class:`ModelResponse`.
 
     Text deltas are joined, tool calls are taken from their ``ToolCallFinished`` events in the
     order of their ``index``, usage events are added up, and the finish reason comes from the
     final ``ResponseFinished``. A stream that breaks the event order (a call finished that never
     started, a call never finished, no ``ResponseFinished``, events after it) raises
-    :class:`~pai.core.ModelResponseError`.
+    :class:`~pai.core.ModelResponseError`. ``on_event``, when given, is awaited with each event
+    as it arrives, before it is folded in: to show the answer while collecting it.
 
     Example::
 
         response = await collect_response(model.stream(request))
+        response = await collect_response(model.stream(request), on_event=show)
     """
     texts: list[str] = []
     started: dict[int, ToolCallStarted] = {}
@@ -255,6 +261,8 @@ async def collect_response(events: AsyncIterable[ModelEvent]) -> ModelResponse:
     usage = Usage()
     finish: ResponseFinished | None = None
     async for event in events:
+        if on_event is not None:
+            await on_event(event)
         if finish is not None:
             raise ModelResponseError(
                 f"the model's stream went on after it finished: {event!r} came after {finish!r}"
