@@ -83,13 +83,16 @@ class ActiveWork:
     async def run(
         self,
         thread_id: str,
-        fn: Callable[[], Awaitable[T]],
+        work: Awaitable[T],
         deleted: Callable[[str], Exception],
     ) -> T:
-        """Run ``fn`` as work of ``thread_id``.
+        """Await ``work`` (a coroutine not started yet) as work of ``thread_id``.
 
         If the thread is deleted meanwhile, the work is cancelled and ``deleted(thread_id)`` is raised
         instead of whatever the work then returned or raised (chained as its cause).
+
+        The coroutine itself, not a function making it: a function and its arguments (a
+        ``partial``) would be held for as long as the work runs, for every run in flight.
         """
         operation = _ActiveOperation()
         operations = self._by_thread.get(thread_id)
@@ -97,10 +100,11 @@ class ActiveWork:
             operations = self._by_thread[thread_id] = set()
         operations.add(operation)
         token = self._current.set((*self._current.get(), operation))
-        results: list[T] = []
         try:
             with operation.cancel_scope:
-                results.append(await fn())
+                result = await work
+                if not operation.cancel_scope.cancel_called:
+                    return result
         except Exception as error:
             if operation.cancel_scope.cancel_called:
                 raise deleted(thread_id) from error
@@ -113,9 +117,8 @@ class ActiveWork:
             operation.finished = True
             if operation.done is not None:
                 operation.done.set()
-        if operation.cancel_scope.cancel_called:
-            raise deleted(thread_id)
-        return results[0]
+        # Deleted meanwhile: the scope swallowed its cancellation, or the work ended anyway.
+        raise deleted(thread_id)
 
     def count(self, thread_id: str) -> int:
         """How many operations run in ``thread_id`` now."""

@@ -26,7 +26,6 @@ import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, TypeAlias, cast
 
 import anyio
@@ -168,7 +167,7 @@ class AgentLoop:
     def send(
         self, caller: Caller, thread_id: str, text: str, emit: Emit | None = None
     ) -> Awaitable[RunResult]:
-        return self._threads.tracked(thread_id, partial(self._send, caller, thread_id, text, emit))
+        return self._threads.tracked(thread_id, self._send(caller, thread_id, text, emit))
 
     async def _send(
         self, caller: Caller, thread_id: str, text: str, emit: Emit | None
@@ -181,7 +180,7 @@ class AgentLoop:
         self, caller: Caller, thread_id: str, results: Mapping[str, object]
     ) -> Awaitable[RunResult]:
         return self._threads.tracked(
-            thread_id, partial(self._submit_tool_results, caller, thread_id, results)
+            thread_id, self._submit_tool_results(caller, thread_id, results)
         )
 
     async def _submit_tool_results(
@@ -228,7 +227,7 @@ class AgentLoop:
                     f"pass a {command.input.__name__} or a mapping of its fields"
                 ) from error
         return await self._threads.tracked(
-            thread_id, partial(self._run_command, caller, thread_id, name, parsed)
+            thread_id, self._run_command(caller, thread_id, name, parsed)
         )
 
     async def _run_command(
@@ -526,8 +525,7 @@ class AgentLoop:
 
         try:
             result = await self._threads.tracked(
-                child.id,
-                partial(self.run, subagent, child, run.caller, [UserMessage(content=task)], emit),
+                child.id, self.run(subagent, child, run.caller, [UserMessage(content=task)], emit)
             )
         except (StepLimitExceededError, ThreadDeletedError) as error:
             return _failed(call, f"Error: subagent {call.name!r} did not finish: {error}")

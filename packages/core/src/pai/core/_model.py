@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import JsonValue
@@ -168,7 +168,7 @@ class ModelResponse:
     """
 
     message: AssistantMessage
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = Usage()  # frozen: one zero serves every answer that reports none
     finish_reason: FinishReason = "stop"
 
     @property

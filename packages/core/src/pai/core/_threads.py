@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TypeVar
 
 import anyio
@@ -127,9 +127,10 @@ class Threads:
             self.history.forget(deleted)
             await self._retire(caller, thread, deleted)
 
-    def tracked(self, thread_id: str, fn: Callable[[], Awaitable[T]]) -> Awaitable[T]:
-        """``fn`` run as work of ``thread_id``, to await: deleting the thread cancels it."""
-        return self.work.run(thread_id, fn, _thread_deleted)
+    def tracked(self, thread_id: str, work: Awaitable[T]) -> Awaitable[T]:
+        """``work`` (a coroutine not started yet) run as work of ``thread_id``, to await:
+        deleting the thread cancels it."""
+        return self.work.run(thread_id, work, _thread_deleted)
 
     async def _retire(self, caller: Caller, thread: ThreadRecord, deleted: list[str]) -> None:
         """Cancel the deleted threads' work, let it settle, and dispose the instances they own."""
