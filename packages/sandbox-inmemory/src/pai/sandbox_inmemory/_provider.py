@@ -278,7 +278,8 @@ class InMemorySandboxInstance:
             raise SandboxInputError(f"timeout must be positive seconds or None, got {timeout!r}")
         state, runtime = self._state, self._runtime
         try:
-            await self._files(lambda fs: _files.check_workdir(fs, cwd))
+            # Not a lambda: that would make cwd a cell this coroutine holds while it waits.
+            await self._files(partial(_files.check_workdir, path=cwd))
         except SandboxVanishedError:
             raise
         except SandboxError as error:
