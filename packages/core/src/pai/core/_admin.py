@@ -161,7 +161,8 @@ class ThreadHandle:
         step's tool results (:class:`~pai.core.ToolCallResult`), the events of runs delegated to
         subagents (:class:`~pai.core.DelegatedRunEvent`), and last :class:`~pai.core.RunFinished`
         with the :class:`RunResult` ``send`` returns. A failure raises from the iteration, as
-        ``send`` would raise it.
+        ``send`` would raise it. The run waits for you: it goes on past an event only once you
+        have taken it, so a slow reader slows the run down instead of events piling up.
 
         The thread ends up exactly as after ``send``: each step is stored when it completes.
         A run cancelled (or a stream closed) while the model is answering stores nothing of that
