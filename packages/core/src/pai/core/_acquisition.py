@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -47,9 +48,6 @@ class Acquisition:
             declared=declared,
             steps=steps,
             names=tuple((name, token.id) for name, token in declared.items()),
-            named_by_id=all(name == token.id for name, token in declared.items()),
-            walks=any(_walks_to_root(binding) for _, binding in steps),
-            pure=not any(callable(binding.scope) for _, binding in steps),
         )
         self._plans[id(declared)] = plan
         return plan
@@ -104,7 +102,7 @@ class Acquisition:
                 f"could not acquire capabilities for thread {thread.id!r}: {detail}",
                 ids=[cap_id for cap_id, _ in failures],
             ) from failures[0][1]
-        if plan.named_by_id:  # each local name is its capability's id: one mapping serves both
+        if plan.named_by_id:
             return Capabilities(by_id, by_id)
         return Capabilities({name: by_id[cap_id] for name, cap_id in plan.names}, by_id)
 
@@ -166,29 +164,26 @@ class Acquisition:
         )
 
 
+@dataclass(slots=True, kw_only=True)
 class _Plan:
     """What acquiring one operation's capabilities needs, worked out once per operation, and the
     inputs of its last acquisition (see ``Acquisition._inputs``)."""
 
-    __slots__ = ("declared", "last", "named_by_id", "names", "pure", "steps", "walks")
+    declared: Mapping[str, Capability[object]]
+    steps: tuple[tuple[str, CapabilityBinding[object]], ...]
+    names: tuple[tuple[str, str], ...]
+    walks: bool = field(init=False)
+    """Some binding's scope needs the thread's root (rootThread, custom)."""
+    pure: bool = field(init=False)
+    """Every key comes from a built-in scope: the last inputs may serve again."""
+    named_by_id: bool = field(init=False)
+    """Every local name is its capability's id: one mapping serves both lookups."""
+    last: tuple[Caller, str, str | None, tuple[AcquireInput, ...]] | None = None
 
-    def __init__(
-        self,
-        *,
-        declared: Mapping[str, Capability[object]],
-        steps: tuple[tuple[str, CapabilityBinding[object]], ...],
-        names: tuple[tuple[str, str], ...],
-        named_by_id: bool,
-        walks: bool,
-        pure: bool,
-    ) -> None:
-        self.declared = declared
-        self.steps = steps
-        self.names = names
-        self.named_by_id = named_by_id
-        self.walks = walks
-        self.pure = pure
-        self.last: tuple[Caller, str, str | None, tuple[AcquireInput, ...]] | None = None
+    def __post_init__(self) -> None:
+        self.walks = any(_walks_to_root(binding) for _, binding in self.steps)
+        self.pure = not any(callable(binding.scope) for _, binding in self.steps)
+        self.named_by_id = all(name == cap_id for name, cap_id in self.names)
 
 
 def _walks_to_root(binding: CapabilityBinding[object]) -> bool:

@@ -193,11 +193,7 @@ class ThreadHandle:
             # A fixed name: anyio would otherwise build one from the function on every stream.
             tg.start_soon(run, name="pai streamed run")
             try:
-                while True:
-                    try:
-                        event = await relay.get()
-                    except StopAsyncIteration:
-                        break
+                async for event in relay:
                     yield event
             except GeneratorExit:  # the reader closed the stream: the run is cancelled
                 tg.cancel_scope.cancel()

@@ -63,5 +63,11 @@ class EventRelay(Generic[T]):
         taken.set()
         return item
 
+    def __aiter__(self) -> EventRelay[T]:
+        """The reader's side: ``async for item in relay`` gets each item until the end."""
+        return self
+
+    __anext__ = get
+
 
 __all__ = ["EventRelay"]

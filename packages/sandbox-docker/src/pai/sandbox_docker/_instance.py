@@ -82,9 +82,9 @@ T = TypeVar("T")
 #: Exit code of a command killed at its timeout (as coreutils ``timeout``).
 EXIT_TIMEOUT = 124
 
-#: Exit codes after which the instance checks whether the container itself went away.
-_CUT_OFF = (137, -1)
 _KILLED = 137  # 128 + SIGKILL: the kernel's out-of-memory killer, or any kill -9
+#: Exit codes after which the instance checks whether the container itself went away.
+_CUT_OFF = (_KILLED, -1)
 # The container's count of processes the out-of-memory killer ended: cgroup v2 keeps it in
 # memory.events, cgroup v1 in memory.oom_control (both as a line "oom_kill N").
 _OOM_KILLS_SCRIPT = (
