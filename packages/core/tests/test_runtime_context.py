@@ -38,12 +38,7 @@ from pai.core import (
     define_command,
     define_tool,
 )
-from pai.core._context import (
-    CHECK_FIELDS,
-    RUN_FIELDS,
-    new_runtime_context_input,
-    new_tool_enabled_input,
-)
+from pai.core._context import RUN_FIELDS, new_runtime_context_input
 from pai.core.testing import FunctionModel, ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -572,25 +567,49 @@ async def test_tool_specs_are_built_once_per_runtime_not_per_send() -> None:
     assert built["schema"] == before
 
 
-def test_the_runtimes_fast_inputs_equal_the_dataclasses_made_the_usual_way() -> None:
-    # The runtime fills the frozen slots directly (a hot path); a field added to either class
+def test_the_runtimes_fast_context_input_equals_the_dataclass_made_the_usual_way() -> None:
+    # The runtime fills the frozen slots directly (a hot path); a field added to the class
     # without the fast constructor knowing it fails here.
     run = new_runtime_context_input("ann", "t1", "acme", "u1", "main")
-    check = new_tool_enabled_input({"plan": "pro"}, "t1", "acme", "u1", "ann", "main", 3)
 
     assert run == RuntimeContextInput(
         identity="ann", thread_id="t1", scope_key="acme", user_key="u1", agent_name="main"
     )
-    assert check == ToolEnabledInput(
-        runtime_context={"plan": "pro"},
-        thread_id="t1",
-        scope_key="acme",
-        user_key="u1",
-        identity="ann",
-        agent_name="main",
-        step=3,
-    )
     assert [f.name for f in dataclasses.fields(RuntimeContextInput)] == list(RUN_FIELDS)
-    assert [f.name for f in dataclasses.fields(ToolEnabledInput)] == list(CHECK_FIELDS)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        check.step = 4  # type: ignore[misc]
+        run.thread_id = "t2"  # type: ignore[misc]
+
+
+async def test_a_predicate_receives_each_field_of_its_step_by_name() -> None:
+    # The runtime makes the named tuple from its fields in order, without its __new__: each
+    # field must land under its own name.
+    received: list[ToolEnabledInput[Plan]] = []
+
+    def enabled(check: ToolEnabledInput[Plan]) -> bool:
+        received.append(check)
+        return True
+
+    agent = define_agent(
+        name="main",
+        model=ScriptedModel([tool_call("whoami"), text("done")]),
+        runtime_context=lambda run: Plan(tier="gold"),
+        tools={"whoami": ToolEntry(tool=echo_context_tool(), enabled=enabled)},
+    )
+    runtime = build_runtime(agent)
+    thread = await runtime.admin(identity=ANN).create_thread()
+
+    await thread.send("hi")
+
+    first = ToolEnabledInput(
+        runtime_context=Plan(tier="gold"),
+        thread_id=thread.id,
+        scope_key="acme",
+        user_key="ann",
+        identity=ANN,
+        agent_name="main",
+        step=1,
+    )
+    assert received == [first, first._replace(step=2)]
+    assert type(received[0]) is ToolEnabledInput
+    with pytest.raises(AttributeError):
+        received[0].step = 3  # type: ignore[misc]

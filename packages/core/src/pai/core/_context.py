@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, final
+from typing import Any, Generic, NamedTuple, TypeAlias, final
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
@@ -49,13 +49,17 @@ RuntimeContextFn: TypeAlias = Callable[[RuntimeContextInput], Any]
 """``runtime_context=``: a sync or async function of :class:`RuntimeContextInput`."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolEnabledInput(Generic[ContextT]):
+class ToolEnabledInput(NamedTuple, Generic[ContextT]):
     """What a tool's ``enabled`` predicate receives, on every model step.
 
     ``runtime_context`` is this run's runtime context (``None`` when the agent has none);
     ``step`` counts the run's model steps from 1. One value serves every predicate of a step (a
     predicate is written for its tool, so it knows which one it decides).
+
+    A named tuple rather than a frozen dataclass, because one is made on every model step and a
+    tuple is made in a quarter of the time: immutable, compared by value, built with keywords
+    (``ToolEnabledInput(runtime_context=..., thread_id=..., ...)``) to test a predicate, and
+    derived with ``check._replace(step=2)``.
     """
 
     runtime_context: ContextT
@@ -116,19 +120,7 @@ _new = object.__new__
 RUN_FIELDS = ("identity", "thread_id", "scope_key", "user_key", "agent_name")
 """The fields of :class:`RuntimeContextInput`, in order, as :func:`new_runtime_context_input`
 fills them."""
-CHECK_FIELDS = (
-    "runtime_context",
-    "thread_id",
-    "scope_key",
-    "user_key",
-    "identity",
-    "agent_name",
-    "step",
-)
-"""The fields of :class:`ToolEnabledInput`, in order, as :func:`new_tool_enabled_input` fills
-them."""
 _RUN_SETTERS = _slot_setters(RuntimeContextInput, RUN_FIELDS)
-_CHECK_SETTERS = _slot_setters(ToolEnabledInput, CHECK_FIELDS)
 
 
 def new_runtime_context_input(
@@ -146,31 +138,7 @@ def new_runtime_context_input(
     return run
 
 
-def new_tool_enabled_input(
-    runtime_context: Any,
-    thread_id: str,
-    scope_key: str,
-    user_key: str | None,
-    identity: object,
-    agent_name: str,
-    step: int,
-) -> ToolEnabledInput[Any]:
-    """``ToolEnabledInput(...)``, made as :func:`new_runtime_context_input` makes its value (once
-    per model step)."""
-    check: ToolEnabledInput[Any] = _new(ToolEnabledInput)
-    s_context, s_thread, s_scope, s_user, s_identity, s_agent, s_step = _CHECK_SETTERS
-    s_context(check, runtime_context)
-    s_thread(check, thread_id)
-    s_scope(check, scope_key)
-    s_user(check, user_key)
-    s_identity(check, identity)
-    s_agent(check, agent_name)
-    s_step(check, step)
-    return check
-
-
 __all__ = [
-    "CHECK_FIELDS",
     "RUN_FIELDS",
     "ContextT",
     "EnabledFn",
@@ -179,5 +147,4 @@ __all__ = [
     "ToolEnabledInput",
     "ToolEntry",
     "new_runtime_context_input",
-    "new_tool_enabled_input",
 ]

@@ -39,8 +39,8 @@ from pai.core._awaitables import is_awaitable
 from pai.core._context import (
     EnabledFn,
     RuntimeContextInput,
+    ToolEnabledInput,
     new_runtime_context_input,
-    new_tool_enabled_input,
 )
 from pai.core._errors import (
     CapabilityAcquireError,
@@ -86,6 +86,12 @@ from pai.core._storage import ThreadRecord
 from pai.core._threads import Threads
 
 _NO_USAGE = Usage()
+_MakeCheck: TypeAlias = Callable[
+    [type[ToolEnabledInput[Any]], tuple[Any, ...]], ToolEnabledInput[Any]
+]
+_new_check = cast("_MakeCheck", tuple.__new__)  # pyright: ignore[reportUnknownMemberType]
+"""``ToolEnabledInput(*fields)`` as NamedTuple's ``__new__`` makes it, without that Python-level
+call (one is made on every model step of an agent with predicates)."""
 
 Emit = Callable[[RunEvent], Awaitable[None]]
 """Where a streamed run's events go (``None`` for a run that is not streamed)."""
@@ -316,14 +322,17 @@ class AgentLoop:
             return offered
         caller = run.caller
         # One input serves every predicate of the step.
-        check = new_tool_enabled_input(
-            run.runtime_context,
-            run.thread.id,
-            caller.scope_key,
-            caller.user_key,
-            caller.identity,
-            agent.name,
-            step,
+        check = _new_check(
+            ToolEnabledInput,
+            (
+                run.runtime_context,
+                run.thread.id,
+                caller.scope_key,
+                caller.user_key,
+                caller.identity,
+                agent.name,
+                step,
+            ),
         )
         disabled: list[str] | None = None
         for name, enabled, is_async in predicates:
