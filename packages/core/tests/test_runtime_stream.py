@@ -264,6 +264,27 @@ async def test_a_run_cancelled_mid_stream_saves_nothing_of_the_partial_answer() 
     assert list(messages) == []
 
 
+async def test_a_reader_cancelled_while_waiting_sees_the_bare_cancellation_exception() -> None:
+    # The run's task is cancelled with the reader; what leaves the stream is the backend's own
+    # cancellation exception, not a group of them, so an ``except`` for it still matches.
+    model = GatedModel()
+    caught: list[BaseException] = []
+    async with create_test_runtime(agent=agent_with(model)) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        with anyio.CancelScope() as scope:
+            try:
+                async for _ in thread.stream("go"):
+                    scope.cancel()  # cancelled while the run waits in the model
+            except anyio.get_cancelled_exc_class() as cancelled:
+                caught.append(cancelled)
+                raise
+        messages = await thread.messages()
+
+    assert scope.cancelled_caught
+    assert [type(error) for error in caught] == [anyio.get_cancelled_exc_class()]
+    assert list(messages) == []
+
+
 async def test_a_closed_stream_cancels_the_run_and_the_thread_takes_the_next_message() -> None:
     gated = GatedModel()
     calls = 0

@@ -11,14 +11,13 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-import anyio
-
 from pai.core._errors import InvalidThreadIdError
 from pai.core._messages import Message, ToolCall
 from pai.core._model import Usage
 from pai.core._relay import EventRelay
 from pai.core._run_events import RunEvent
 from pai.core._storage import ThreadRecord
+from pai.core._task_group import lone_cancellation, open_task_group
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,15 +188,21 @@ class ThreadHandle:
             finally:
                 relay.end()
 
-        async with anyio.create_task_group() as tg:
-            # A fixed name: anyio would otherwise build one from the function on every stream.
-            tg.start_soon(run, name="pai streamed run")
-            try:
-                async for event in relay:
-                    yield event
-            except GeneratorExit:  # the reader closed the stream: the run is cancelled
-                tg.cancel_scope.cancel()
-                return
+        try:
+            async with open_task_group() as tg:
+                # A fixed name: it would otherwise be built from the function on every stream.
+                tg.start_soon(run, name="pai streamed run")
+                try:
+                    async for event in relay:
+                        yield event
+                except GeneratorExit:  # the reader closed the stream: the run is cancelled
+                    tg.cancel_scope.cancel()
+                    return
+        except BaseExceptionGroup as group:
+            cancelled = lone_cancellation(group)
+            if cancelled is None:
+                raise
+            raise cancelled from None
         if failure:
             raise failure[0]
 
