@@ -121,3 +121,31 @@ async def test_a_slot_handed_to_a_waiter_already_cancelled_goes_to_the_next() ->
 
     assert got == ["second"]
     assert await slots.take(-math.inf)  # and every slot came back: one is free at once
+
+
+@pytest.mark.parametrize("max_workers", [1, 2, 3])
+async def test_rounds_of_commands_reuse_the_workers_and_their_spare(max_workers: int) -> None:
+    # A worker back from a command is kept while the pool holds fewer than max_workers + 1
+    # processes (one per running command, and the warm spare): rounds of commands, one after
+    # the other or max_workers at once, start no process after the first round.
+    provider = create_in_memory_sandbox_provider(max_workers=max_workers)
+    seen: set[int] = set()
+
+    async def watch() -> None:
+        while True:
+            seen.update(provider.worker_pids())
+            await anyio.sleep(0.01)
+
+    try:
+        instance = await provider.create("k")
+        async with anyio.create_task_group() as watcher:
+            watcher.start_soon(watch)
+            for _ in range(6):
+                async with anyio.create_task_group() as group:
+                    for _ in range(max_workers):
+                        group.start_soon(run, instance, "sleep 0.1")
+            watcher.cancel_scope.cancel()
+    finally:
+        await provider.aclose()
+
+    assert len(seen) <= max_workers + 1, f"{len(seen)} worker processes started"
