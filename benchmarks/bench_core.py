@@ -364,7 +364,7 @@ async def _converse_concurrently(runtime: AgentRuntime, threads: int, turns: int
     print(f"  peak RSS growth: {per_thread / 1024:8.1f} KiB per thread")
     print(
         f"  garbage collection, wall clock: {share * 100:5.1f}% of the time "
-        f"{_verdict_share(share, 0.10)}"
+        f"{_verdict_share(share, 0.10)}, {gc_time * 1e6 / (threads * turns):5.1f} us per turn"
     )
     print(
         f"  garbage collection, CPU time:   {cpu_share * 100:5.1f}% of the time "
