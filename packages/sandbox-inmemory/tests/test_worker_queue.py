@@ -125,9 +125,9 @@ async def test_a_slot_handed_to_a_waiter_already_cancelled_goes_to_the_next() ->
 
 @pytest.mark.parametrize("max_workers", [1, 2, 3])
 async def test_rounds_of_commands_reuse_the_workers_and_their_spare(max_workers: int) -> None:
-    # A worker back from a command is kept while the pool holds fewer than max_workers + 1
-    # processes (one per running command, and the warm spare): rounds of commands, one after
-    # the other or max_workers at once, start no process after the first round.
+    # A worker back from a command is kept while fewer than max_workers + 1 are idle (one for
+    # each command that may run next, and the warm spare): rounds of commands, one after the
+    # other or max_workers at once, start no process after the first round.
     provider = create_in_memory_sandbox_provider(max_workers=max_workers)
     seen: set[int] = set()
 

@@ -10,8 +10,9 @@ anyio's process objects belong to the event loop that started them.
 At most ``max_workers`` commands run at once per event loop; more wait for a free worker. When a
 worker is taken and no other is idle, a spare is started at once, so that a replaced worker
 (killed at a timeout) does not make the next command wait for a process to start. A worker back
-from a command is kept while the pool has fewer than ``max_workers + 1`` processes (one per
-running command, and the spare), so commands reuse the same few processes.
+from a command is kept while fewer than ``max_workers + 1`` are idle (one for each command that
+may run next, and the spare), so commands on one event loop reuse the same ``max_workers + 1``
+processes.
 """
 
 from __future__ import annotations
@@ -369,10 +370,10 @@ class WorkerPool:
         """Put ``worker`` back among the idle ones, or kill it."""
         with self._lock:
             self._busy.discard(worker)
-            # Room for one worker per running command and the warm spare: with less, a worker
-            # back from a command would be killed while the spare replacing it starts a new one.
-            room = len(self._idle) + len(self._busy) < self.max_workers + 1
-            keep = reusable and not worker.killed and room
+            # Up to max_workers + 1 idle: a worker for each command that may run next, and the
+            # warm spare. With one fewer, a worker back from a command would be killed while the
+            # spare that replaced it started another process.
+            keep = reusable and not worker.killed and len(self._idle) <= self.max_workers
             if keep:
                 self._idle.append(worker)
         if not keep:
