@@ -285,6 +285,36 @@ async def test_a_reader_cancelled_while_waiting_sees_the_bare_cancellation_excep
     assert list(messages) == []
 
 
+async def test_on_trio_a_streamed_run_starts_in_a_nursery_without_an_anyio_task_handle(
+    anyio_backend: str,
+) -> None:
+    # The run's task is the stream's own function, not anyio's TaskHandle wrapping it (a cost
+    # on the way to the first token; see pai/core/_task_group.py).
+    if anyio_backend != "trio":
+        pytest.skip("the nursery is trio's; on asyncio the run starts in anyio's task group")
+    import trio
+
+    tasks: list[str] = []
+
+    class Recording:
+        async def request(self, request: ModelRequest) -> AssistantMessage:
+            raise AssertionError("streams")
+
+        async def respond(self, request: ModelRequest) -> ModelResponse:
+            raise AssertionError("streams")
+
+        def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+            tasks.append(trio.lowlevel.current_task().coro.cr_code.co_qualname)
+            return _answer("hi")
+
+    async with create_test_runtime(agent=agent_with(Recording())) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        seen = [event async for event in thread.stream("go")]
+
+    assert isinstance(seen[-1], RunFinished)
+    assert tasks == ["ThreadHandle.stream.<locals>.run"]
+
+
 async def test_a_closed_stream_cancels_the_run_and_the_thread_takes_the_next_message() -> None:
     gated = GatedModel()
     calls = 0

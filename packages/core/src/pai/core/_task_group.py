@@ -29,9 +29,12 @@ def open_task_group() -> AbstractAsyncContextManager[anyio.abc.TaskGroup | trio.
     raises one: pass what it raises through :func:`lone_cancellation`.
     """
     trio_module = sys.modules.get("trio")  # not running on trio unless it was imported
-    if trio_module is not None and trio_module.lowlevel.in_trio_run():
-        nursery = trio_module.open_nursery(strict_exception_groups=True)
-        return cast("AbstractAsyncContextManager[trio.Nursery]", nursery)
+    if trio_module is not None:
+        # Old trio releases lack in_trio_run: there, anyio's task group serves.
+        in_trio_run = getattr(trio_module.lowlevel, "in_trio_run", None)
+        if in_trio_run is not None and in_trio_run():
+            nursery = trio_module.open_nursery(strict_exception_groups=True)
+            return cast("AbstractAsyncContextManager[trio.Nursery]", nursery)
     return anyio.create_task_group()
 
 
