@@ -229,7 +229,17 @@ async def test_a_failing_model_raises_from_the_stream_as_send_would() -> None:
     assert seen == [TextDelta("par")]
 
 
-class GatedModel:
+class StreamsOnly:
+    """A model for streamed runs: asking it for a whole answer fails the test."""
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        raise AssertionError("a streamed run streams")
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        raise AssertionError("a streamed run streams")
+
+
+class GatedModel(StreamsOnly):
     """Streams a first piece, then waits (until cancelled) before the rest of its answer."""
 
     def __init__(self) -> None:
@@ -240,12 +250,6 @@ class GatedModel:
         self.first_piece_sent.set()
         await anyio.sleep_forever()
         yield ResponseFinished("stop")
-
-    async def respond(self, request: ModelRequest) -> ModelResponse:
-        raise AssertionError("a streamed run streams")
-
-    async def request(self, request: ModelRequest) -> AssistantMessage:
-        raise AssertionError("a streamed run streams")
 
 
 async def test_a_run_cancelled_mid_stream_saves_nothing_of_the_partial_answer() -> None:
@@ -296,13 +300,7 @@ async def test_on_trio_a_streamed_run_starts_in_a_nursery_without_an_anyio_task_
 
     tasks: list[str] = []
 
-    class Recording:
-        async def request(self, request: ModelRequest) -> AssistantMessage:
-            raise AssertionError("streams")
-
-        async def respond(self, request: ModelRequest) -> ModelResponse:
-            raise AssertionError("streams")
-
+    class Recording(StreamsOnly):
         def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
             tasks.append(trio.lowlevel.current_task().coro.cr_code.co_qualname)
             return _answer("hi")
@@ -366,13 +364,7 @@ async def test_each_event_reaches_the_reader_before_the_model_is_asked_for_the_n
     # before the model's stream is resumed for the one after it.
     asked: list[int] = []
 
-    class CountingModel:
-        async def request(self, request: ModelRequest) -> AssistantMessage:
-            raise AssertionError("streams")
-
-        async def respond(self, request: ModelRequest) -> ModelResponse:
-            raise AssertionError("streams")
-
+    class CountingModel(StreamsOnly):
         async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
             for index in range(5):
                 asked.append(index)
@@ -395,18 +387,12 @@ async def test_each_event_reaches_the_reader_before_the_model_is_asked_for_the_n
 async def test_the_reader_sees_each_event_before_the_model_is_read_further() -> None:
     log: list[str] = []
 
-    class LoggingModel:
+    class LoggingModel(StreamsOnly):
         async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
             for piece in ("a", "b", "c"):
                 log.append(f"model gives {piece}")
                 yield TextDelta(piece)
             yield ResponseFinished("stop")
-
-        async def respond(self, request: ModelRequest) -> ModelResponse:
-            raise AssertionError("a streamed run streams")
-
-        async def request(self, request: ModelRequest) -> AssistantMessage:
-            raise AssertionError("a streamed run streams")
 
     async with create_test_runtime(agent=agent_with(LoggingModel())) as runtime:  # type: ignore[arg-type]
         thread = await runtime.admin(identity=None).create_thread()
