@@ -12,10 +12,11 @@ Prints, in one run:
   SqliteStorage file (target <= 1.5x);
 - 1,000 concurrent threads x 10 turns, each turn a tool call running ``echo`` in the thread's
   in-memory sandbox: turns per second, peak RSS per thread, and the share of the time spent in
-  garbage collection (target <= 10%), twice: the collections' wall clock over the run's, and the
-  CPU time the collecting thread spent in them over the run's wall clock. They differ when other
-  processes take the CPU mid-collection (the sandbox's worker processes, on a machine with few
-  cores): wall clock counts that time as collecting, CPU time does not.
+  garbage collection (target <= 10%), twice: the collections' wall clock over the run's (and per
+  turn, which does not rise when the rest of a turn gets faster), and the CPU time the collecting
+  thread spent in them over the run's wall clock. They differ when other processes take the CPU
+  mid-collection on a machine with few cores: wall clock counts that time as collecting, CPU
+  time does not.
 
 Times are medians over several rounds, with the configurations interleaved so that machine noise
 hits them alike. Ratios compare configurations measured in this same run; the runtime-context
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _verdict import share_verdict, verdict
 from pydantic import BaseModel
 
 from pai.core import (
@@ -128,11 +130,8 @@ async def bench_dispatch() -> None:
     for n in configs:
         per_op = statistics.median(samples[n])
         ratio = per_op / base
-        verdict = ""
-        if n in targets:
-            met = "met" if ratio <= targets[n] else "MISSED"
-            verdict = f"  (target <= {targets[n]}x: {met})"
-        print(f"  {n} capabilities: {per_op * 1e6:8.2f} us/op   ratio to 0: {ratio:5.2f}x{verdict}")
+        met = f"  {verdict(ratio, targets[n])}" if n in targets else ""
+        print(f"  {n} capabilities: {per_op * 1e6:8.2f} us/op   ratio to 0: {ratio:5.2f}x{met}")
 
 
 def bench_keys() -> None:
@@ -186,10 +185,6 @@ async def bench_root_walk(depth: int = 10, repeats: int = 100) -> None:
     print(f"rootThread walk at depth {depth} (storage reads beyond the thread's own record)")
     print(f"  first operation:    {first} reads")
     print(f"  repeated operations: {repeated:.2f} reads/op over {repeats} ops (target 0: {met})")
-
-
-def _verdict(ratio: float, target: float) -> str:
-    return f"(target <= {target}x: {'met' if ratio <= target else 'MISSED'})"
 
 
 class Query(BaseModel):
@@ -265,7 +260,7 @@ async def bench_runtime_context(n: int = 10_000) -> None:
     print(f"  without: {base * 1e6:8.2f} us/run")
     print(
         f"  with:    {statistics.median(samples['with']) * 1e6:8.2f} us/run   "
-        f"ratio: {ratio:5.3f}x {_verdict(ratio, 1.1)}"
+        f"ratio: {ratio:5.3f}x {verdict(ratio, 1.1)}"
     )
 
 
@@ -306,7 +301,7 @@ async def bench_turn_cost(n: int = 300) -> None:
             ratio = long / short
             print(
                 f"  {label:<22} 10 turns: {short * 1e6:8.1f} us   1,000 turns: "
-                f"{long * 1e6:8.1f} us   ratio: {ratio:5.2f}x {_verdict(ratio, 1.5)}"
+                f"{long * 1e6:8.1f} us   ratio: {ratio:5.2f}x {verdict(ratio, 1.5)}"
             )
             await storage.aclose()
 
@@ -364,11 +359,11 @@ async def _converse_concurrently(runtime: AgentRuntime, threads: int, turns: int
     print(f"  peak RSS growth: {per_thread / 1024:8.1f} KiB per thread")
     print(
         f"  garbage collection, wall clock: {share * 100:5.1f}% of the time "
-        f"{_verdict_share(share, 0.10)}, {gc_time * 1e6 / (threads * turns):5.1f} us per turn"
+        f"{share_verdict(share, 0.10)}, {gc_time * 1e6 / (threads * turns):5.1f} us per turn"
     )
     print(
         f"  garbage collection, CPU time:   {cpu_share * 100:5.1f}% of the time "
-        f"{_verdict_share(cpu_share, 0.10)}"
+        f"{share_verdict(cpu_share, 0.10)}"
     )
 
 
@@ -418,10 +413,6 @@ async def bench_many_threads(threads: int = 1_000, turns: int = 10) -> None:
         ) as runtime,
     ):
         await _converse_concurrently(runtime, threads, turns)
-
-
-def _verdict_share(share: float, target: float) -> str:
-    return f"(target <= {target * 100:.0f}%: {'met' if share <= target else 'MISSED'})"
 
 
 async def main() -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import anyio
 import openai
+from _verdict import verdict
 
 from pai.core import ModelRequest, TextDelta, UserMessage, define_agent
 from pai.core.testing import create_test_runtime
@@ -162,16 +163,12 @@ async def bench(backend: str, in_process: bool) -> None:
     ttft_ratio = median["stream first token"] / median["raw first token"]
     model_ratio = median["model first token"] / median["raw first token"]
     print(
-        f"  runtime step / raw call:                    {step_ratio:5.3f}x {_verdict(step_ratio)}"
+        f"  runtime step / raw call:                    {step_ratio:5.3f}x {verdict(step_ratio, 1.1)}"
     )
     print(
-        f"  thread.stream first token / raw first token: {ttft_ratio:5.3f}x {_verdict(ttft_ratio)}"
+        f"  thread.stream first token / raw first token: {ttft_ratio:5.3f}x {verdict(ttft_ratio, 1.1)}"
     )
     print(f"  model.stream first token / raw first token:  {model_ratio:5.3f}x")
-
-
-def _verdict(ratio: float, target: float = 1.1) -> str:
-    return f"(target <= {target}x: {'met' if ratio <= target else 'MISSED'})"
 
 
 def main() -> None:

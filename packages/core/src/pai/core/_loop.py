@@ -70,6 +70,7 @@ from pai.core._messages import (
     UserMessage,
 )
 from pai.core._model import (
+    NO_USAGE,
     Model,
     ModelRequest,
     ModelResponse,
@@ -85,7 +86,6 @@ from pai.core._run_events import DelegatedRunEvent, RunEvent, RunFinished, ToolC
 from pai.core._storage import ThreadRecord
 from pai.core._threads import Threads
 
-_NO_USAGE = Usage()
 _MakeCheck: TypeAlias = Callable[
     [type[ToolEnabledInput[Any]], tuple[Any, ...]], ToolEnabledInput[Any]
 ]
@@ -124,7 +124,7 @@ class Run:
     """Everything this run stored, in order."""
     emit: Emit | None = None
     """Where the run's events go when it is streamed."""
-    usage: Usage = _NO_USAGE
+    usage: Usage = NO_USAGE
     """Tokens the run's model calls used so far."""
 
 

@@ -28,6 +28,7 @@ from pai.core._errors import ModelResponseError
 from pai.core._messages import AssistantMessage, Message, ToolCall
 
 __all__ = [
+    "NO_USAGE",
     "FinishReason",
     "Model",
     "ModelEvent",
@@ -93,6 +94,10 @@ class Usage:
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
         )
+
+
+NO_USAGE = Usage()
+"""Zero tokens: one frozen value serves every answer, run and stream that reports none."""
 
 
 FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "other"]
@@ -168,7 +173,7 @@ class ModelResponse:
     """
 
     message: AssistantMessage
-    usage: Usage = Usage()  # frozen: one zero serves every answer that reports none
+    usage: Usage = NO_USAGE
     finish_reason: FinishReason = "stop"
 
     @property
@@ -258,7 +263,7 @@ async def collect_response(
     texts: list[str] = []
     started: dict[int, ToolCallStarted] = {}
     finished: dict[int, ToolCall] = {}
-    usage = Usage()
+    usage = NO_USAGE
     finish: ResponseFinished | None = None
     async for event in events:
         if on_event is not None:
@@ -323,7 +328,7 @@ def response_events(response: ModelResponse | AssistantMessage) -> tuple[ModelEv
         events.append(ToolCallStarted(index=index, id=call.id, name=call.name))
         events.append(ToolCallArgumentsDelta(index=index, delta=json.dumps(dict(call.arguments))))
         events.append(ToolCallFinished(index=index, call=call))
-    if response.usage != Usage():
+    if response.usage != NO_USAGE:
         events.append(UsageReported(response.usage))
     events.append(ResponseFinished(response.finish_reason))
     return tuple(events)
