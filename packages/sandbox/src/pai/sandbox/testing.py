@@ -734,6 +734,31 @@ class SandboxProviderConformance:
         seen = await sandbox.run_command("env; printenv PAI_CONFORMANCE_HOST_SECRET; set")
         assert secret not in seen.stdout + seen.stderr
 
+    async def test_instances_share_nothing_and_commands_keep_no_shell_state(
+        self, provider: SandboxProvider
+    ) -> None:
+        # Two sandboxes taking turns (on a provider that runs commands in shared workers, the
+        # same worker may serve both): neither sees the other's files, and nothing of a
+        # command's shell (variables, functions, cwd, umask) outlives it.
+        first, second = self.sandbox(provider), self.sandbox(provider)
+        for turn in range(3):
+            planted = await first.run_command(
+                f"echo planted{turn} > /workspace/mine; export LEAK=first{turn}; "
+                "leak() { echo leaked; }; umask 077; cd /tmp"
+            )
+            assert planted.exit_code == 0, planted.stderr
+            looked = await second.run_command(
+                'cat /workspace/mine; echo "var=${LEAK:-unset}"; leak; pwd; umask'
+            )
+            assert "planted" not in looked.stdout + looked.stderr
+            assert "var=unset\n" in looked.stdout
+            assert "leaked" not in looked.stdout
+            assert "/workspace\n" in looked.stdout
+            assert "0077" not in looked.stdout
+            again = await first.run_command('echo "var=${LEAK:-unset}"; pwd; cat mine')
+            assert again.stdout == f"var=unset\n/workspace\nplanted{turn}\n"
+        assert not await second.exists("mine")
+
     async def test_a_command_holding_a_gibibyte_fails_and_the_sandbox_keeps_working(
         self, provider: SandboxProvider
     ) -> None:
