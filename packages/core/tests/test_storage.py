@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, find, given, settings
 from hypothesis import strategies as st
 
-from pai.core._errors import PaiError, StorageError, ThreadExistsError
+from pai.core._errors import PaiError, StorageAccessError, StorageError, ThreadExistsError
 from pai.core._messages import (
     AssistantMessage,
     ErrorMessage,
@@ -259,13 +259,14 @@ async def test_sqlite_a_lock_held_past_busy_timeout_raises_saying_what_to_do(
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(sqlite3.OperationalError, match="locked") as raised:
+        with pytest.raises(StorageAccessError, match="locked") as raised:
             await store.append_messages("t1", [UserMessage(content="refused")])
     finally:
         other.execute("ROLLBACK")
         other.close()
 
-    assert "pass a longer busy_timeout" in "".join(raised.value.__notes__)
+    assert "pass a longer busy_timeout" in str(raised.value)
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
     assert list(await store.get_messages("t1")) == []
     await store.append_messages("t1", [UserMessage(content="later")])  # still usable
     await store.aclose()

@@ -53,7 +53,11 @@ from pai.core._errors import RetryableModelError as RetryableModelError
 from pai.core._errors import RuntimeClosedError as RuntimeClosedError
 from pai.core._errors import RuntimeContextError as RuntimeContextError
 from pai.core._errors import StepLimitExceededError as StepLimitExceededError
+from pai.core._errors import StorageAccessError as StorageAccessError
+from pai.core._errors import StorageCorruptError as StorageCorruptError
 from pai.core._errors import StorageError as StorageError
+from pai.core._errors import StorageFileError as StorageFileError
+from pai.core._errors import StorageSchemaError as StorageSchemaError
 from pai.core._errors import ThreadDeletedError as ThreadDeletedError
 from pai.core._errors import ThreadExistsError as ThreadExistsError
 from pai.core._errors import ThreadNotFoundError as ThreadNotFoundError
@@ -211,8 +215,12 @@ __all__ = [
     "SqliteStorage",
     "StepLimitExceededError",
     "Storage",
+    "StorageAccessError",
+    "StorageCorruptError",
     "StorageError",
+    "StorageFileError",
     "StorageRegistration",
+    "StorageSchemaError",
     "StorageURL",
     "StreamingModel",
     "TextDelta",

@@ -16,6 +16,10 @@
     ├── ThreadExistsError              (ValueError: a thread id is already taken)
     ├── ThreadDeletedError             (RuntimeError: the thread was deleted while work ran)
     ├── StorageError                   (RuntimeError: storage cannot be opened, is closed or corrupt)
+    │   └── StorageFileError                 (a database file cannot be used; .path; left untouched)
+    │       ├── StorageCorruptError                (damaged, truncated, or not a database)
+    │       ├── StorageSchemaError                 (another program's tables, or a newer schema)
+    │       └── StorageAccessError                 (read-only, no permission, locked, I/O error)
     ├── PluginError                    (a strict plugin load failed, a hook raised or returned junk)
     │   └── DuplicateRegistrationError       (also a UserError: two plugins register one name)
     ├── UnknownAgentError              (LookupError: create_pai has no agent of that id)
@@ -155,6 +159,28 @@ class ThreadDeletedError(PaiError, RuntimeError):
 class StorageError(PaiError, RuntimeError):
     """Storage failed: the database cannot be opened or has a newer schema, the storage was
     closed, or what it holds is corrupt. The message names the storage and what to do."""
+
+
+class StorageFileError(StorageError):
+    """A database file cannot be used as it is. ``path`` names it; PAI left it untouched
+    (nothing is deleted, repaired or overwritten): move it aside, or use another path."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StorageCorruptError(StorageFileError):
+    """The database file is damaged, truncated, or not a database at all."""
+
+
+class StorageSchemaError(StorageFileError):
+    """The file is a database, but its tables are another program's or a newer version's."""
+
+
+class StorageAccessError(StorageFileError):
+    """The database cannot be read or written now: read-only, no permission, locked by another
+    process past the busy timeout, or an I/O error."""
 
 
 class CapabilityAcquireError(PaiError, RuntimeError):

@@ -39,7 +39,14 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
 
-from pai.core._errors import StorageError, ThreadExistsError, ThreadNotFoundError
+from pai.core._errors import (
+    StorageAccessError,
+    StorageCorruptError,
+    StorageError,
+    StorageSchemaError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
 from pai.core._storage import ThreadRecord
 from pai.core._storage_codec import decode_message, encode_message, from_sql_text, to_sql_text
 from pai.core._storage_memory import parent_first, thread_exists_message
@@ -76,6 +83,12 @@ _SCHEMA: Final = (
     f"PRAGMA user_version = {_SCHEMA_VERSION}",
 )
 
+_COLUMNS: Final = {
+    "threads": ("id", "scope_key", "agent_name", "parent_thread_id", "created_at", "seq"),
+    "messages": ("thread_id", "seq", "json"),
+}
+"""The tables of ``_SCHEMA`` and their columns: a database of this version has them."""
+
 _SUBTREE: Final = """
 WITH RECURSIVE subtree (id) AS (
     SELECT id FROM threads WHERE id = ?
@@ -98,6 +111,8 @@ _Text = str | bytes
 
 
 def _record(row: tuple[_Text, _Text, _Text, _Text | None, str]) -> ThreadRecord:
+    """The record of a ``threads`` row; a :class:`ValueError` (or :class:`TypeError`) when the
+    row holds what this storage never writes."""
     thread_id, scope_key, agent_name, parent_thread_id, created_at = row
     return ThreadRecord(
         id=from_sql_text(thread_id),
@@ -126,13 +141,28 @@ def _transaction(connection: sqlite3.Connection) -> Generator[None, None, None]:
         raise
 
 
-def _is_busy(error: sqlite3.OperationalError) -> bool:
+def _is_busy(error: sqlite3.Error) -> bool:
     """Whether SQLite refused because another connection holds a lock (``SQLITE_BUSY`` or
     ``SQLITE_LOCKED``, extended codes included)."""
     code = getattr(error, "sqlite_errorcode", None)
     if code is None:  # pragma: no cover - Python built without error codes
         return "locked" in str(error) or "busy" in str(error)
     return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+_CORRUPT: Final = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT})
+"""Result codes saying the file is damaged or not a database."""
+_NOT_WRITABLE: Final = frozenset(
+    {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_AUTH}
+)
+"""Result codes saying this process may not open or write the file."""
+_IO: Final = frozenset({sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_NOLFS})
+"""Result codes saying the disk failed or is full."""
+
+_ELSEWHERE: Final = (
+    "give SqliteStorage another path (or the storage URL: [storage] url, PAI_STORAGE__URL)"
+)
+_UNTOUCHED: Final = "The file was left as it was: nothing was deleted, repaired or overwritten."
 
 
 _CHECKPOINT_PAGES: Final = 1_000
@@ -152,6 +182,11 @@ class SqliteStorage:
     thread instead, waiting up to ``busy_timeout`` seconds for the database. ``reads`` counts
     :meth:`get_thread` calls, for tests and benchmarks that measure how often a runtime reads
     thread records.
+
+    A file that is not a healthy database of this storage is never changed: a damaged one raises
+    :class:`~pai.core.StorageCorruptError` (on opening, or on the read or write that finds the
+    damage), another program's or a newer one :class:`~pai.core.StorageSchemaError`, a locked or
+    read-only one :class:`~pai.core.StorageAccessError`; each names the path and what to do.
 
     Example::
 
@@ -194,33 +229,140 @@ class SqliteStorage:
                 self.path, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None
             )
         except sqlite3.Error as error:
-            raise StorageError(
+            raise StorageAccessError(
                 f"cannot open the SQLite database at {self.path!r}: {error}; check that the "
-                "directory exists and is writable, or pass another path to SqliteStorage"
+                "directory exists and is writable, or pass another path to SqliteStorage",
+                path=self.path,
             ) from error
         try:
             connection.execute("PRAGMA foreign_keys = ON")
+            # Read what the file holds before anything writes to it (WAL mode rewrites the
+            # header): a file that is not this storage's database is left byte for byte.
+            version = self._check_schema(connection)
             if self._file:
                 connection.execute("PRAGMA journal_mode = WAL")
                 connection.execute("PRAGMA synchronous = NORMAL")
                 # Checkpoints (the only step that syncs) run in a worker: see _checkpoint.
                 connection.execute("PRAGMA wal_autocheckpoint = 0")
-            (version,) = connection.execute("PRAGMA user_version").fetchone()
-            if version > _SCHEMA_VERSION:
-                raise StorageError(
-                    f"the SQLite database at {self.path!r} has schema version {version}, newer "
-                    f"than this version of pai-core understands ({_SCHEMA_VERSION}); upgrade "
-                    "pai-core, or use another path"
-                )
             if version < _SCHEMA_VERSION:
                 with _transaction(connection):
                     for statement in _SCHEMA:
                         connection.execute(statement)
             connection.execute("PRAGMA busy_timeout = 0")  # inline calls never wait
+        except sqlite3.Error as error:
+            connection.close()
+            raise self._failure(error) from error
         except BaseException:
             connection.close()
             raise
         return connection
+
+    def _check_schema(self, connection: sqlite3.Connection) -> int:
+        """The database's schema version, once its tables are known to be this storage's.
+
+        A new database (version 0) has no tables yet; one of this version has the tables and
+        columns of ``_SCHEMA``. Anything else is another program's database, or a newer one.
+        """
+        (version,) = connection.execute("PRAGMA user_version").fetchone()
+        where = f"the SQLite database at {self.path!r}"
+        if version > _SCHEMA_VERSION:
+            raise StorageSchemaError(
+                f"{where} has schema version {version}, newer than this version of pai-core "
+                f"understands ({_SCHEMA_VERSION}); upgrade pai-core, or {_ELSEWHERE}. "
+                f"{_UNTOUCHED}",
+                path=self.path,
+            )
+        tables: list[str] = [
+            name
+            for (name,) in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+                " AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name"
+            )
+        ]
+        if version == 0 and tables:
+            shown = ", ".join(repr(name) for name in tables[:5])
+            raise StorageSchemaError(
+                f"{where} holds tables pai-core did not make ({shown}"
+                f"{', ...' if len(tables) > 5 else ''}): it is another program's database, not "
+                f"a thread store. Keep pai-core's threads in a file of their own: {_ELSEWHERE}. "
+                f"{_UNTOUCHED}",
+                path=self.path,
+            )
+        if version == 0:
+            return version
+        for table, columns in _COLUMNS.items():
+            found = {
+                row[1] for row in connection.execute("SELECT * FROM pragma_table_info(?)", (table,))
+            }
+            missing = [column for column in columns if column not in found]
+            if missing:
+                what = "no table" if not found else f"no column {', '.join(missing)} in the table"
+                raise StorageSchemaError(
+                    f"{where} says it has schema version {version}, but it has {what} "
+                    f"{table!r}: it is another program's database, or was changed by one. Move "
+                    f"it aside (keep it: its threads may be recovered from it), or {_ELSEWHERE}. "
+                    f"{_UNTOUCHED}",
+                    path=self.path,
+                )
+        return version
+
+    def _failure(self, error: sqlite3.Error) -> StorageError:
+        """The :class:`StorageError` for an error SQLite raised on this database."""
+        code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+        where = f"the SQLite database at {self.path!r}"
+        text = str(error)
+        if code in _CORRUPT or "malformed" in text or "not a database" in text:
+            return StorageCorruptError(
+                f"{where} is damaged or is not a SQLite database ({text}). Move it aside "
+                "(keep it: the sqlite3 shell's .recover may save its threads) so a new database "
+                f"starts at that path, or {_ELSEWHERE}. {_UNTOUCHED}",
+                path=self.path,
+            )
+        if _is_busy(error):
+            return StorageAccessError(
+                f"another connection kept {where} locked for over {self.busy_timeout} s "
+                "(SqliteStorage busy_timeout); find the process holding it, or pass a longer "
+                "busy_timeout (?busy_timeout=30 in a storage URL)",
+                path=self.path,
+            )
+        if code in _NOT_WRITABLE:
+            return StorageAccessError(
+                f"{where} cannot be opened or written by this process ({text}); make the file "
+                "and its folder writable (SQLite writes -wal and -shm files next to it), "
+                f"or {_ELSEWHERE}",
+                path=self.path,
+            )
+        if code in _IO:
+            return StorageAccessError(
+                f"reading or writing {where} failed ({text}); check the disk (free space, "
+                f"errors), then try again, or {_ELSEWHERE}",
+                path=self.path,
+            )
+        if "no such table" in text or "no such column" in text:
+            return StorageSchemaError(
+                f"{where} lacks what this storage needs ({text}): another program changed its "
+                f"tables. Move it aside, or {_ELSEWHERE}. {_UNTOUCHED}",
+                path=self.path,
+            )
+        return StorageError(
+            f"{where} failed: {type(error).__name__}: {text}; check the file, or {_ELSEWHERE}"
+        )
+
+    def _unreadable(self, what: str, error: Exception) -> StorageCorruptError:
+        """The error for a row holding what this storage never writes."""
+        return StorageCorruptError(
+            f"{what} in the SQLite database at {self.path!r} cannot be read "
+            f"({type(error).__name__}: {error}); the database is damaged, or another program "
+            f"wrote to it. Move it aside (keep it: other threads in it may be readable), "
+            f"or {_ELSEWHERE}. {_UNTOUCHED}",
+            path=self.path,
+        )
+
+    def _record(self, row: tuple[_Text, _Text, _Text, _Text | None, str]) -> ThreadRecord:
+        try:
+            return _record(row)
+        except (ValueError, TypeError) as error:
+            raise self._unreadable(f"the thread record {row[0]!r}", error) from error
 
     def _closed_error(self) -> StorageError:
         return StorageError(
@@ -236,21 +378,16 @@ class SqliteStorage:
             connection = self._connection
             if connection is None:
                 connection = self._connection = self._open()
-            if not self._file:  # nothing else can hold an in-process database
-                return operation(connection)
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             try:
-                result = operation(connection)
-            except sqlite3.OperationalError as error:
-                if _is_busy(error):
-                    error.add_note(
-                        f"another connection kept the SQLite database at {self.path!r} locked "
-                        f"for over {self.busy_timeout} s (SqliteStorage busy_timeout); find the "
-                        "process holding it, or pass a longer busy_timeout"
-                    )
-                raise
-            finally:
-                connection.execute("PRAGMA busy_timeout = 0")
+                if not self._file:  # nothing else can hold an in-process database
+                    return operation(connection)
+                connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                try:
+                    result = operation(connection)
+                finally:
+                    connection.execute("PRAGMA busy_timeout = 0")
+            except sqlite3.Error as error:
+                raise self._failure(error) from error
             if self._unsynced_pages >= _CHECKPOINT_PAGES:
                 self._checkpoint(connection)
             return result
@@ -288,9 +425,9 @@ class SqliteStorage:
         ):
             try:
                 return operation(connection)
-            except sqlite3.OperationalError as error:
+            except sqlite3.Error as error:
                 if not _is_busy(error):
-                    raise
+                    raise self._failure(error) from error
                 # Another connection holds a lock: wait for it in a worker thread instead.
             finally:
                 self._lock.release()
@@ -343,7 +480,7 @@ class SqliteStorage:
                 " FROM threads WHERE id = ?",
                 key,
             ).fetchone()
-            return None if row is None else _record(row)
+            return None if row is None else self._record(row)
 
         return await self._call(get)
 
@@ -383,7 +520,7 @@ class SqliteStorage:
                 " WHERE scope_key = ? AND parent_thread_id IS ? ORDER BY seq",
                 (to_sql_text(scope_key), _optional_text(parent_thread_id)),
             ).fetchall()
-            return tuple(_record(row) for row in rows)
+            return tuple(self._record(row) for row in rows)
 
         return await self._call(select)
 
@@ -417,15 +554,24 @@ class SqliteStorage:
                 "must be >= 0; pass 0 to read the whole thread"
             )
 
-        def select(connection: sqlite3.Connection) -> list[tuple[_Text]]:
+        def select(connection: sqlite3.Connection) -> list[tuple[int, _Text]]:
             # seq is 1-based and dense per thread, so index `start` is seq `start + 1`.
             return connection.execute(
-                "SELECT json FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq",
+                "SELECT seq, json FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq",
                 (to_sql_text(thread_id), start),
             ).fetchall()
 
         rows = await self._call(select)
-        return tuple(decode_message(raw) for (raw,) in rows)
+        try:
+            return tuple(decode_message(raw) for _, raw in rows)
+        except (ValueError, TypeError):
+            for seq, raw in rows:  # find the row, for the message (an error path only)
+                try:
+                    decode_message(raw)
+                except (ValueError, TypeError) as error:
+                    what = f"message {seq - 1} (0-based) of thread {thread_id!r}"
+                    raise self._unreadable(what, error) from error
+            raise
 
     async def aclose(self) -> None:
         """Close the connection. Calling it again does nothing; any other call then raises."""
