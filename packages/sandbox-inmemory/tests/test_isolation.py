@@ -229,6 +229,8 @@ def test_the_workers_audit_hook_refuses_host_access() -> None:
         ("os.remove", ("/tmp/x", -1)),
         ("shutil.rmtree", ("/tmp", None)),
         ("resource.setrlimit", (0, (1, 1))),
+        ("os.putenv", ("TZ", "/etc/localtime")),
+        ("os.unsetenv", ("TZ",)),
     ]:
         with pytest.raises(HostAccessRefused):
             hook(event, args)
@@ -239,13 +241,13 @@ def _proc(pid: int, name: str) -> bytes:
     return Path(f"/proc/{pid}/{name}").read_bytes()
 
 
-async def test_a_worker_runs_with_an_empty_environment_and_hard_limits(
+async def test_a_worker_runs_with_a_fixed_environment_and_hard_limits(
     instance: InMemorySandboxInstance, provider: InMemorySandboxProvider
 ) -> None:
     pids = provider.worker_pids()
     assert pids
     for pid in pids:
-        assert _proc(pid, "environ") == b""
+        assert _proc(pid, "environ") == b"TZ=UTC0\0LC_ALL=C\0"
         limits = _proc(pid, "limits").decode()
         file_size = next(line for line in limits.splitlines() if line.startswith("Max file size"))
         assert file_size.split()[3:5] == ["0", "0"]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from just_bash import ExecutionLimits as ExecutionLimits
 
     from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError as SandboxMemoryBudgetError
+    from pai.sandbox_inmemory._isolation import Isolation as Isolation
     from pai.sandbox_inmemory._provider import DEFAULT_MEMORY_BUDGET as DEFAULT_MEMORY_BUDGET
     from pai.sandbox_inmemory._provider import EXIT_TIMEOUT as EXIT_TIMEOUT
     from pai.sandbox_inmemory._provider import InMemorySandboxInstance as InMemorySandboxInstance
@@ -44,6 +45,7 @@ _LAZY = {
     "EXIT_TIMEOUT": "pai.sandbox_inmemory._provider",
     "ExecutionLimits": "just_bash",
     "InMemorySandboxInstance": "pai.sandbox_inmemory._provider",
+    "Isolation": "pai.sandbox_inmemory._isolation",
     "InMemorySandboxProvider": "pai.sandbox_inmemory._provider",
     "SandboxMemoryBudgetError": "pai.sandbox_inmemory._errors",
     "create_in_memory_sandbox_provider": "pai.sandbox_inmemory._provider",
@@ -68,6 +70,7 @@ __all__ = [
     "ExecutionLimits",
     "InMemorySandboxInstance",
     "InMemorySandboxProvider",
+    "Isolation",
     "SandboxMemoryBudgetError",
     "create_in_memory_sandbox_provider",
 ]

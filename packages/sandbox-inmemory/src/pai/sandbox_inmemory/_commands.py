@@ -23,6 +23,9 @@ Fixes applied to just-bash 0.2.1 in the worker (:func:`patch_just_bash`):
   limit error (``max_awk_iterations``).
 - The arithmetic fallback's Python ``eval`` of shell text is replaced by an evaluator of plain
   integer arithmetic.
+- ``printf '%(fmt)T'`` put the shell's ``TZ`` into the worker's process environment and called
+  ``time.tzset()``, so glibc opened any host file ``TZ`` named; it now computes the time in the
+  zone ``_zones.zone_for`` reads (zone files come from the sandbox's filesystem).
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from __future__ import annotations
 import ast
 import inspect
 import io
+import os
 import sqlite3
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +43,7 @@ from typing import Any
 from just_bash.commands import create_command_registry
 from just_bash.types import Command, CommandContext, ExecResult
 
+from pai.sandbox_inmemory import _zones
 from pai.sandbox_inmemory._shell import BinaryText, decode, names_the_bytes
 
 __all__ = [
@@ -52,7 +58,10 @@ _FS = "reads and writes only through the sandbox filesystem (`ctx.fs`, served by
 _TEXT = "pure text processing of its arguments, stdin and sandbox files; no other I/O"
 _SHELL = "runs its arguments as a command line in the same in-memory shell"
 _INFO = "prints fixed or interpreter-held values; no I/O"
-_ENV = "prints the shell's own variables; the worker's process environment is empty"
+_ENV = (
+    "prints the shell's own variables; the worker's process environment is fixed (`TZ=UTC0`, "
+    "`LC_ALL=C`) and never shown"
+)
 
 COMMAND_AUDIT: dict[str, str] = {
     "alias": _INFO,
@@ -102,7 +111,9 @@ COMMAND_AUDIT: dict[str, str] = {
     "paste": _TEXT,
     "printenv": _ENV,
     "printenv.py": _ENV + " (a just-bash test helper)",
-    "printf": _INFO + "; `%(...)T` sets `TZ` only in the worker's empty environment",
+    "printf": _INFO
+    + "; `%(...)T` reads `TZ` in Python (zone files from the sandbox's filesystem), never through "
+    "the C library",
     "pwd": _INFO,
     "read": _TEXT,
     "readlink": _FS,
@@ -504,6 +515,31 @@ def _authorizer(
     return authorize
 
 
+class _WithFs:
+    """A command that may read sandbox files from synchronous code (``printf``'s time zone):
+    its ``ctx.fs`` is :data:`_zones.current_fs` while it runs."""
+
+    def __init__(self, inner: Command) -> None:
+        self.name = inner.name
+        self._inner = inner
+
+    async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
+        token = _zones.current_fs.set(ctx.fs)
+        try:
+            return await self._inner.execute(args, ctx)
+        finally:
+            _zones.current_fs.reset(token)
+
+
+def _zoned_printf(printf_module: Any) -> None:
+    """``printf '%(fmt)T'`` in the shell's ``TZ``, without the process environment: just-bash's
+    code sets ``os.environ["TZ"]`` and calls ``time.tzset()``; it now sets a dict of its own, and
+    its ``time.localtime`` reads the zone from that dict (see ``_zones``)."""
+    environ: dict[str, str] = {}
+    printf_module.os = _Proxy(os, environ=environ)
+    printf_module.time = _Proxy(time, tzset=lambda: None, localtime=_zones.localtime_in(environ))
+
+
 # -- the registry ---------------------------------------------------------------------------------
 
 
@@ -518,6 +554,7 @@ def command_registry(wrap: Callable[[Command], Command]) -> dict[str, Command]:
     commands["cat"] = _Cat(commands["cat"])
     commands["sqlite3"] = _Sqlite3()
     commands["gzip"] = _GzipToStdout(commands["gzip"])
+    commands["printf"] = _WithFs(commands["printf"])
     unaudited = sorted(set(commands) - set(COMMAND_AUDIT))
     if unaudited:
         raise UnauditedCommandError(
@@ -800,6 +837,7 @@ def patch_just_bash(memory_message: str = "out of memory") -> None:
     for module in (echo_module, printf_module, parser_module, expansion):
         module.chr = _byte_chr  # pyright: ignore[reportAttributeAccessIssue]
     printf_module.bytes = _RawBytes  # pyright: ignore[reportAttributeAccessIssue]
+    _zoned_printf(printf_module)
     expansion.eval = _arith_eval  # pyright: ignore[reportAttributeAccessIssue]
     _awk_loops(awk_module)
     from just_bash.commands.base64 import base64 as base64_module

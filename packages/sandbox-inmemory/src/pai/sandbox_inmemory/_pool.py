@@ -32,7 +32,15 @@ import anyio
 import anyio.to_thread
 
 from pai.sandbox import SandboxProviderError
-from pai.sandbox_inmemory._protocol import HEADER, MAX_JSON, ProtocolError, decode_body
+from pai.sandbox_inmemory._isolation import Isolation, isolation_from_report, log_isolation
+from pai.sandbox_inmemory._protocol import (
+    HEADER,
+    MAX_JSON,
+    WORKER_ENVIRONMENT,
+    ProtocolError,
+    decode_body,
+    encode_frame,
+)
 
 __all__ = ["STARTUP_TIMEOUT", "Lease", "Worker", "WorkerDied", "WorkerPool"]
 
@@ -62,7 +70,7 @@ class WorkerDied(Exception):
 class Worker:
     """One worker process and the host's end of its pipes."""
 
-    __slots__ = ("_buffer", "_reader", "_writer", "killed", "process", "ready")
+    __slots__ = ("_buffer", "_reader", "_writer", "facts", "killed", "process", "ready")
 
     def __init__(self, memory_budget: int) -> None:
         self.process: subprocess.Popen[bytes] = subprocess.Popen(  # our own interpreter
@@ -78,7 +86,7 @@ class Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={},
+            env=dict(WORKER_ENVIRONMENT),
             cwd="/",
             start_new_session=True,  # the terminal's Ctrl-C is the host's business
         )
@@ -91,6 +99,8 @@ class Worker:
         self._buffer: bytearray = bytearray()
         self.ready: bool = False
         self.killed: bool = False
+        self.facts: dict[str, object] = {}
+        """What the worker reported when ready (its memory limit, its kernel confinement)."""
 
     @property
     def pid(self) -> int:
@@ -175,6 +185,15 @@ class Worker:
         await self._skip(payload_size)
         return body, None
 
+    async def probe(self, path: str) -> bool:
+        """Whether C code in this (idle, ready) worker, below its audit hook, can open the host
+        file at ``path`` (a SQLite ``ATTACH``): ``False`` wherever the kernel confines it."""
+        await self.send(encode_frame(["probe", path]))
+        message, _ = await self.receive(0)
+        if message[0] != "probed" or len(message) != 2 or not isinstance(message[1], bool):
+            raise ProtocolError(f"a worker answered a probe with {message[0]!r}")
+        return message[1]
+
     async def wait_ready(self) -> None:
         if self.ready:
             return
@@ -186,6 +205,8 @@ class Worker:
             ) from None
         if message[0] != "ready":
             raise ProtocolError(f"a worker started with {message[0]!r} instead of 'ready'")
+        if len(message) > 1 and isinstance(message[1], dict):
+            self.facts = message[1]
         self.ready = True
         if self.process.stderr is not None:
             self.process.stderr.close()  # the worker has pointed its stderr at /dev/null
@@ -308,6 +329,8 @@ class WorkerPool:
         self._busy: set[Worker] = set()
         self._slots: weakref.WeakKeyDictionary[object, _Slots] = weakref.WeakKeyDictionary()
         self.generation: int = 0  # bumped by close(): commands running then were stopped by it
+        self.isolation: Isolation | None = None
+        """How the last worker that started is confined, as it reported it."""
 
     def _loop_slots(self) -> _Slots:
         key = _loop_key()
@@ -348,6 +371,7 @@ class WorkerPool:
             try:
                 with anyio.fail_after(STARTUP_TIMEOUT):
                     await worker.wait_ready()
+                self._note_isolation(worker)
             except BaseException as error:
                 await lease.release(reusable=False)
                 if isinstance(error, TimeoutError):
@@ -358,6 +382,12 @@ class WorkerPool:
                 raise
             lease.startup = anyio.current_time() - started
         return lease
+
+    def _note_isolation(self, worker: Worker) -> None:
+        isolation = isolation_from_report(worker.facts.get("confinement"))
+        if isolation != self.isolation:  # logged once, and again only if it changes
+            self.isolation = isolation
+            log_isolation(isolation)
 
     def _take_idle(self) -> Worker | None:
         """The idle worker that was used last and is ready (warm), else any idle one."""

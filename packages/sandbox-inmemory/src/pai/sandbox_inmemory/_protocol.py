@@ -14,13 +14,26 @@ from __future__ import annotations
 import json
 import struct
 
-__all__ = ["HEADER", "MAX_JSON", "ProtocolError", "decode_body", "encode_frame", "encode_head"]
+__all__ = [
+    "HEADER",
+    "MAX_JSON",
+    "WORKER_ENVIRONMENT",
+    "ProtocolError",
+    "decode_body",
+    "encode_frame",
+    "encode_head",
+]
 
 HEADER = struct.Struct("!II")
 """The frame header: the JSON document's length, then the payload's length."""
 
 MAX_JSON = 4 * 1024 * 1024
 """The largest JSON document either side accepts (paths, arguments, directory listings)."""
+
+WORKER_ENVIRONMENT: dict[str, str] = {"TZ": "UTC0", "LC_ALL": "C"}
+"""A worker's whole process environment, fixed for its life (it refuses ``os.putenv``): the C
+library never looks up a time zone, a locale or a terminal by a name a command chose. A
+sandbox's variables (``env``, ``export``) live in the shell interpreter only."""
 
 
 class ProtocolError(Exception):

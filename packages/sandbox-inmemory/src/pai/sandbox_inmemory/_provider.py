@@ -33,6 +33,7 @@ from pai.sandbox import (
 from pai.sandbox_inmemory import _files
 from pai.sandbox_inmemory._errors import budget_message
 from pai.sandbox_inmemory._hostfs import HostFs, drive, serve_frame
+from pai.sandbox_inmemory._isolation import Isolation, expected_isolation
 from pai.sandbox_inmemory._pool import Worker, WorkerDied, WorkerPool
 from pai.sandbox_inmemory._protocol import ProtocolError, encode_frame, encode_head
 from pai.sandbox_inmemory._shell import EXIT_OUT_OF_MEMORY
@@ -500,6 +501,15 @@ class InMemorySandboxProvider:
     def max_workers(self) -> int:
         """Commands that run at the same time per event loop (one worker process each)."""
         return self._runtime.pool.max_workers
+
+    @property
+    def isolation(self) -> Isolation:
+        """How the worker processes are confined: ``isolation.kernel == "landlock"`` when the
+        kernel refuses them every file access but reads under the Python installation (checked
+        by each worker at start-up), ``None`` when only the audit hook and resource limits do;
+        ``isolation.reason`` says which, and why. Before any worker started, the kernel is
+        probed from this process (``isolation.reported`` is then ``False``)."""
+        return self._runtime.pool.isolation or expected_isolation()
 
     def worker_pids(self) -> list[int]:
         """The process ids of this provider's running, started worker processes (for

@@ -9,14 +9,24 @@ Before it says it is ready, the worker closes itself off from the host, in this 
 
 1. imports just-bash and applies the fixes in ``_commands.py`` (each command's own module is
    imported on its first use, read-only from the Python installation, which the hook allows);
-2. empties its environment (the host's variables are never visible) and changes to ``/``;
+2. sets its process environment to :data:`WORKER_ENVIRONMENT` only (``TZ=UTC0``, ``LC_ALL=C``:
+   the host's variables are never visible, and the C library never looks up a time zone or a
+   locale by a name a command chose; the shell's own variables live in the interpreter) and
+   changes to ``/``;
 3. limits itself: address space to its measured size plus the memory budget plus a fixed
    headroom (``RLIMIT_AS``), no file writes (``RLIMIT_FSIZE=0``), few descriptors
    (``RLIMIT_NOFILE``), no child processes (``RLIMIT_NPROC=0`` where it applies), no core dumps;
-4. installs an audit hook (:func:`make_audit_hook`) that refuses opening any real file except
+4. loads the C extensions whose shared libraries live outside the Python installation
+   (``_hashlib``, ``_lzma``, ``_bz2``, ``zlib``, ...), then confines itself with the kernel where
+   it can (``_confine.py``: a Landlock ruleset allowing only reads under the Python
+   installation, so that C code below the audit hook cannot open a host file either);
+5. installs an audit hook (:func:`make_audit_hook`) that refuses opening any real file except
    read-only under the Python installation (lazy imports), and refuses processes, sockets, ctypes,
    ``sqlite3`` connections other than ``:memory:`` and extension loading, file-system changes,
-   temporary files and further limit changes.
+   changes to its environment, temporary files and further limit changes.
+
+It then checks the kernel's part: a SQLite ``ATTACH`` of ``/dev/null`` (C code opening a host
+file, which the audit hook does not see) must fail; the result is in the ``ready`` message.
 """
 
 from __future__ import annotations
@@ -32,7 +42,13 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pai.sandbox_inmemory._protocol import WORKER_ENVIRONMENT
+
 MiB = 1024 * 1024
+
+_PRELOADED = ("_hashlib", "_lzma", "_bz2", "zlib", "binascii", "_sqlite3", "_uuid", "pyexpat")
+"""C extensions loaded before the kernel confinement: their shared libraries (libcrypto, liblzma,
+libz, ...) may live outside the Python installation, where the confined worker cannot read."""
 
 WORKING_HEADROOM = 32 * MiB
 """Address space a worker may use beyond its measured baseline and the memory budget: room for
@@ -96,6 +112,8 @@ _REFUSED_EVENTS = frozenset(
         "os.utime",
         "os.chdir",
         "os.chroot",
+        "os.putenv",
+        "os.unsetenv",
         "os.setxattr",
         "os.removexattr",
         "os.listxattr",
@@ -167,16 +185,27 @@ def make_audit_hook(readable_roots: tuple[str, ...]) -> Any:  # an audit hook
     return _audit
 
 
-def _vm_size() -> int:
-    """The worker's address-space size, or 0 where ``/proc`` does not tell it (not Linux)."""
+def _vm_size(status: int | None) -> int:
+    """The worker's address-space size read from ``status`` (its open ``/proc/self/status``),
+    or 0 where ``/proc`` does not tell it (not Linux)."""
+    if status is None:
+        return 0
     try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmSize:"):
-                    return int(line.split()[1]) * 1024
+        text = os.pread(status, 1 << 16, 0)
     except OSError:
-        pass
+        return 0
+    for line in text.splitlines():
+        if line.startswith(b"VmSize:"):
+            return int(line.split()[1]) * 1024
     return 0
+
+
+def _open_status() -> int | None:
+    """``/proc/self/status``, opened before the kernel confinement (which would refuse it)."""
+    try:
+        return os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 def _highest_fd() -> int:
@@ -188,24 +217,43 @@ def _highest_fd() -> int:
     return 64
 
 
-def _close_off(budget: int) -> dict[str, int]:
-    """Steps 2-4 of the module docstring; returns what the host may want to know."""
+def _preload() -> None:
+    """Step 4's loading of C extensions (see :data:`_PRELOADED`)."""
+    import importlib
+
+    for name in _PRELOADED:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+
+
+def host_file_opens(path: str) -> bool:
+    """Whether C code below the audit hook can open ``path`` in this process: SQLite attaching
+    it as a database (a connection with no authorizer). With the kernel confinement in place
+    it cannot; without it, it can."""
+    import sqlite3
+
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.execute("ATTACH DATABASE ? AS probe", (path,))
+        connection.execute("SELECT count(*) FROM probe.sqlite_master").fetchall()
+    except sqlite3.Error:
+        return False
+    finally:
+        connection.close()
+    return True
+
+
+def _close_off(budget: int) -> dict[str, Any]:
+    """Steps 2-5 of the module docstring; returns what the host may want to know."""
     devnull = os.open(os.devnull, os.O_RDWR)
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write over RLIMIT_FSIZE fails, not kills
     os.environ.clear()
+    os.environ.update(WORKER_ENVIRONMENT)
+    time.tzset()
     os.chdir("/")
-    baseline = _vm_size()
-    limit = baseline + budget + WORKING_HEADROOM
-    if baseline:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if hasattr(resource, "RLIMIT_NPROC"):
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-    highest = _highest_fd()
-    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 8, highest + 8))
-    os.dup2(devnull, 2)  # nothing the worker prints can reach the host's terminal
     roots = tuple(
         sorted(
             {
@@ -214,8 +262,30 @@ def _close_off(budget: int) -> dict[str, int]:
             }
         )
     )
+    _preload()
+    status = _open_status()
+    highest = _highest_fd()
+    from pai.sandbox_inmemory._confine import confine
+
+    confinement = confine(roots)  # raises when the kernel has Landlock but applying it failed
+    sys.modules.pop("ctypes", None)  # refused from here on anyway
+    baseline = _vm_size(status)
+    if status is not None:
+        os.close(status)
+    limit = baseline + budget + WORKING_HEADROOM
+    if baseline:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if hasattr(resource, "RLIMIT_NPROC"):
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 8, highest + 8))
+    os.dup2(devnull, 2)  # nothing the worker prints can reach the host's terminal
     sys.addaudithook(make_audit_hook(roots))
-    return {"baseline": baseline, "limit": limit}
+    if confinement["kernel"] is not None:
+        # The kernel's part, checked: C code (SQLite) opening a host file must fail.
+        confinement["verified"] = not host_file_opens(os.devnull)
+    return {"baseline": baseline, "limit": limit, "confinement": confinement}
 
 
 def _exit_with_the_host(parent: int) -> None:
@@ -294,6 +364,11 @@ def main() -> None:
             request, payload = channel.receive()
         except _shell.HostGone:
             return
+        if request[0] == "probe" and len(request) == 2 and isinstance(request[1], str):
+            # The host checking the kernel's part (tests, diagnostics): can C code below the
+            # audit hook open this host file? Only the host writes to this pipe.
+            channel.send(["probed", host_file_opens(request[1])])
+            continue
         if request[0] != "run" or len(request) < 2 or not isinstance(request[1], dict):
             return
         spec: dict[str, Any] = request[1]  # pyright: ignore[reportUnknownVariableType]
