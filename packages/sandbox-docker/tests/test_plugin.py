@@ -28,11 +28,16 @@ def test_options_have_safe_defaults_and_forbid_typos() -> None:
         256,
     )
     assert (options.user, options.idle_ttl, options.docker_host, options.namespace) == (
-        None,
+        "1000:1000",
         None,
         None,
         "pai",
     )
+    assert (
+        options.max_concurrent_commands,
+        options.list_limit,
+        options.helper_timeout,
+    ) == (8, 10_000, 30.0)
     with pytest.raises(ProviderOptionsError, match="imgae"):
         build_provider("docker", {"imgae": "x"})
     with pytest.raises(ProviderOptionsError, match="image"):

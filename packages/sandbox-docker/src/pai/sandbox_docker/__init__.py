@@ -17,6 +17,11 @@ from pai.sandbox.provider import lazy_exports
 # Names resolve on first use: plugin discovery imports this package (for its entry-point module,
 # ``_plugin``), and must not pay for importing the docker SDK until the provider is chosen.
 if TYPE_CHECKING:
+    from pai.sandbox_docker._errors import (
+        SandboxDirectoryTooLargeError as SandboxDirectoryTooLargeError,
+    )
+    from pai.sandbox_docker._errors import SandboxHelperOutputError as SandboxHelperOutputError
+    from pai.sandbox_docker._errors import SandboxHelperTimeoutError as SandboxHelperTimeoutError
     from pai.sandbox_docker._instance import DockerSandboxInstance as DockerSandboxInstance
     from pai.sandbox_docker._labels import container_name as container_name
     from pai.sandbox_docker._plugin import DockerOptions as DockerOptions
@@ -27,6 +32,9 @@ _LAZY = {
     "DockerSandboxInstance": "pai.sandbox_docker._instance",
     "DockerSandboxProvider": "pai.sandbox_docker._provider",
     "container_name": "pai.sandbox_docker._labels",
+    "SandboxDirectoryTooLargeError": "pai.sandbox_docker._errors",
+    "SandboxHelperOutputError": "pai.sandbox_docker._errors",
+    "SandboxHelperTimeoutError": "pai.sandbox_docker._errors",
 }
 
 _getattr, _dir = lazy_exports(__name__, _LAZY)
@@ -40,4 +48,12 @@ def __dir__() -> list[str]:
     return _dir()
 
 
-__all__ = ["DockerOptions", "DockerSandboxInstance", "DockerSandboxProvider", "container_name"]
+__all__ = [
+    "DockerOptions",
+    "DockerSandboxInstance",
+    "DockerSandboxProvider",
+    "SandboxDirectoryTooLargeError",
+    "SandboxHelperOutputError",
+    "SandboxHelperTimeoutError",
+    "container_name",
+]

@@ -20,6 +20,7 @@ import re
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -72,6 +73,18 @@ class TooLarge(Exception):
         self.size = size
 
 
+class HelperTimeout(Exception):
+    """A helper exec did not finish by its deadline (its stream was cut off)."""
+
+
+class HelperFlood(Exception):
+    """A helper exec wrote more than its caller's bound (its stream was cut off)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
 #: Connection pools the SDK keeps (one per URL); see :meth:`Engine._retrying`.
 _NUM_POOLS = 128
 
@@ -98,6 +111,8 @@ _PASSED_THROUGH = (
     ContainerPaused,
     NameConflict,
     TooLarge,
+    HelperTimeout,
+    HelperFlood,
 )
 
 # Absolute host paths of the engine's state (/var/lib/docker/..., a custom data root, containerd
@@ -149,11 +164,30 @@ class ContainerSpec:
 
 @dataclass
 class ExecStream:
-    """The attached socket of a running exec, so another thread can cut it off."""
+    """The attached socket of a running exec, so another thread can cut it off; and whether the
+    exec ever started (a command still waiting for a thread can be given up instead)."""
 
     sock: Any = None
     aborted: bool = False
+    state: str = "queued"  # "started" once its thread runs, "abandoned" if given up first
+    exec_id: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def begin(self) -> bool:
+        """Called by the thread about to run the exec: ``False`` when it was given up."""
+        with self.lock:
+            if self.state == "abandoned":
+                return False
+            self.state = "started"
+            return True
+
+    def abandon(self) -> bool:
+        """Give up an exec whose thread has not begun: ``True`` when it never will."""
+        with self.lock:
+            if self.state == "queued":
+                self.state = "abandoned"
+                return True
+            return False
 
     def attach(self, sock: Any) -> None:
         with self.lock:
@@ -544,22 +578,53 @@ class Engine:
         exec_id: str,
         holder: ExecStream,
         on_frame: Callable[[int, bytes], None],
+        *,
+        deadline: float | None = None,
+        max_bytes: int | None = None,
     ) -> None:
         """Start the exec and feed its output frames (stream 1/2, bytes) to ``on_frame`` until EOF
-        (or until ``holder.abort()`` cuts the socket)."""
-        sock, read, response = self._exec_start(container, exec_id)
+        (or until ``holder.abort()`` cuts the socket).
+
+        With ``deadline`` (a ``time.monotonic()`` value), every read waits at most until then and
+        :class:`HelperTimeout` is raised when it passes; with ``max_bytes``, output (both streams)
+        beyond it raises :class:`HelperFlood`. Either way the connection is closed at once: the
+        host never waits or holds more than its caller allowed, whatever runs in the container.
+        """
+        sock, read, response = self._exec_start(
+            container, exec_id, None if deadline is None else max(0.05, deadline - _now())
+        )
         holder.attach(sock)
+        raw = _socket_of(sock)
+        total = 0
+
+        def bounded_read(n: int) -> bytes:
+            if deadline is not None:
+                left = deadline - _now()
+                if left <= 0:
+                    raise HelperTimeout()
+                with contextlib.suppress(OSError, AttributeError):
+                    raw.settimeout(left)
+            try:
+                return read(sock, n)
+            except TimeoutError:
+                if deadline is not None:
+                    raise HelperTimeout() from None
+                raise
+
         try:
             while True:
-                header = _read_exactly(read, sock, 8)
+                header = _read_exactly(bounded_read, 8)
                 if len(header) < 8:
                     return
                 stream, size = struct.unpack(">BxxxL", header)
                 while size > 0:
-                    chunk = read(sock, min(size, 65536))
+                    chunk = bounded_read(min(size, 65536))
                     if not chunk:
                         return
                     size -= len(chunk)
+                    total += len(chunk)
+                    if max_bytes is not None and total > max_bytes:
+                        raise HelperFlood(max_bytes)
                     on_frame(stream, chunk)
         except OSError as error:
             if holder.aborted:
@@ -571,7 +636,6 @@ class Engine:
             try:
                 sock.close()
             finally:
-                raw = _socket_of(sock)
                 if raw is not sock:
                     with contextlib.suppress(OSError, AttributeError):
                         raw.close()
@@ -580,7 +644,7 @@ class Engine:
                         response.close()
 
     def _exec_start(
-        self, container: str, exec_id: str
+        self, container: str, exec_id: str, timeout: float | None = None
     ) -> tuple[Any, Callable[[Any, int], bytes], Any]:
         """Start an exec attached: the object to read frames from, how to read it, the response.
 
@@ -605,7 +669,7 @@ class Engine:
                     "Upgrade": "tcp",
                 },
                 stream=True,
-                timeout=None,
+                timeout=timeout,
             )
         if response.status_code >= 400:
             with contextlib.closing(response):
@@ -627,9 +691,21 @@ class Engine:
         raise SandboxProviderError(f"Docker exec start failed ({response.status_code}): {message}")
 
     def exec_simple(
-        self, container: str, command: Sequence[str], env: Mapping[str, str] | None = None
+        self,
+        container: str,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        deadline: float,
+        max_bytes: int,
     ) -> tuple[int, bytes, bytes]:
-        """Run a short command to completion: exit code, stdout, stderr."""
+        """Run a short helper to completion: exit code, stdout, stderr.
+
+        Bounded whatever the container runs in its place: :class:`HelperTimeout` once
+        ``deadline`` (``time.monotonic()``) passes, :class:`HelperFlood` past ``max_bytes`` of
+        output. (The helper itself may go on running inside the container; only the host stops
+        waiting for it.)
+        """
         exec_id = self.exec_create(container, command, env)
         out: list[bytes] = []
         err: list[bytes] = []
@@ -637,8 +713,58 @@ class Engine:
         def on_frame(stream: int, chunk: bytes) -> None:
             (err if stream == 2 else out).append(chunk)
 
-        self.exec_stream(container, exec_id, ExecStream(), on_frame)
+        self.exec_stream(
+            container, exec_id, ExecStream(), on_frame, deadline=deadline, max_bytes=max_bytes
+        )
         return self.exec_exit_code(container, exec_id), b"".join(out), b"".join(err)
+
+    def exec_running(self, container: str, exec_id: str) -> bool:
+        """Whether the exec's process is still running (the engine's view, not the sandbox's)."""
+        with self._calling("exec inspect", container):
+            info = cast("dict[str, Any]", self._retrying(lambda: self.api.exec_inspect(exec_id)))
+        return bool(info.get("Running"))
+
+    def kill(self, container: str) -> None:
+        """SIGKILL the container's init: every process in it dies at once (the container stops,
+        its files stay). A container already stopped or gone is fine."""
+        with self._calling("kill", container):
+            try:
+                self.api.kill(container)
+            except self._errors.APIError as error:
+                if self._status(error) in (404, 409):
+                    return
+                raise
+
+    def stat_path(self, container: str, path: str) -> dict[str, Any]:
+        """The stat header of ``path`` (the link itself for a symbolic link), from the Engine
+        API's archive ``HEAD``: nothing runs in the container. Raises :class:`PathMissing`,
+        :class:`PathNotADirectory` or :class:`LinkLoop` as :meth:`read_archive` does."""
+        with self._calling("archive stat", container):
+            api = self.api
+            url = f"{api.base_url}/v{api.api_version}/containers/{quote(container)}/archive"
+            response = self._retrying(
+                lambda: api.head(url, params={"path": path}, timeout=api.timeout)
+            )
+            with contextlib.closing(response):
+                status = int(response.status_code)
+                encoded = response.headers.get("x-docker-container-path-stat")
+            if status == 200 and encoded:
+                return cast("dict[str, Any]", self._docker.utils.decode_json_header(encoded))
+        if status == 404:
+            if self.inspect(container) is None:
+                raise SandboxVanishedError(f"the Docker container {container[:12]} is gone (stat)")
+            raise PathMissing(path)
+        # A HEAD answer has no body to say why: ask again with a GET, whose error says it.
+        try:
+            return self.read_archive(container, path, 0)[0]
+        except TooLarge:
+            raise SandboxProviderError(
+                f"Docker archive stat of {path!r} failed ({status}), though it can be read"
+            ) from None
+
+
+def _now() -> float:
+    return time.monotonic()
 
 
 def _read_buffered(reader: Any, n: int) -> bytes:
@@ -646,10 +772,10 @@ def _read_buffered(reader: Any, n: int) -> bytes:
     return cast("io.BufferedReader", reader).read1(n)
 
 
-def _read_exactly(read: Callable[[Any, int], bytes], sock: Any, n: int) -> bytes:
+def _read_exactly(read: Callable[[int], bytes], n: int) -> bytes:
     data = b""
     while len(data) < n:
-        chunk = read(sock, n - len(data))
+        chunk = read(n - len(data))
         if not chunk:
             break
         data += chunk

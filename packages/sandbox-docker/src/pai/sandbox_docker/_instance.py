@@ -48,19 +48,26 @@ from pai.sandbox_docker._engine import (
     ContainerStopped,
     Engine,
     ExecStream,
+    HelperFlood,
+    HelperTimeout,
     LinkLoop,
     PathMissing,
     PathNotADirectory,
     TooLarge,
 )
+from pai.sandbox_docker._errors import (
+    SandboxDirectoryTooLargeError,
+    SandboxHelperOutputError,
+    SandboxHelperTimeoutError,
+)
 from pai.sandbox_docker._scripts import (
-    EXISTS_SCRIPT,
     EXIT_EXISTS,
     EXIT_IS_DIR,
     EXIT_LOOP,
     EXIT_NOT_DIR,
     EXIT_NOT_EMPTY,
     EXIT_NOT_FOUND,
+    EXIT_TOO_MANY,
     IDS_SCRIPT,
     KILL_SCRIPT,
     LIST_SCRIPT,
@@ -93,6 +100,21 @@ _OOM_KILLS_SCRIPT = (
 _OOM_KILL_LINE = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 # The probe after an odd end: a live container runs it and exits 0, printing its OOM kill count.
 _PROBE = ["sh", "-c", f"{_OOM_KILLS_SCRIPT}; exit 0"]
+
+#: Bounds of the short helpers (the probe, the kill, the uid query, a file script's answer):
+#: none prints more than a few lines; anything beyond is a replaced program flooding the host.
+_SMALL_ANSWER = 64 * 1024
+#: Seconds the probe and the uid query may take.
+_PROBE_SECONDS = 2.0
+#: The wrapper's first line (pid and start time) is short: a longer one is not the wrapper's.
+_SESSION_LINE = 256
+#: After a command's timeout, how long the kill inside the container may take (from the
+#: deadline) before the provider kills the whole container through the engine instead, and when
+#: the call stops waiting for the command's output stream.
+_KILL_SECONDS = 0.6
+_RETURN_SECONDS = 0.9
+#: A longest possible list_dir line beyond the folder's own path: type, size, '/', a name.
+_LIST_LINE = 320
 
 
 def _oom_kills_in(out: bytes) -> int | None:
@@ -134,6 +156,9 @@ def _small_batch(files: Sequence[FileWrite]) -> list[str] | None:
 #: Arguments per write-check exec (well under the kernel's limit for one exec's arguments).
 _CHECK_BATCH_BYTES = 96 * 1024
 
+#: Longest path the kernel resolves (PATH_MAX), bounding a write check's answer.
+_PATH_MAX = 4096
+
 _STAT_LINE = re.compile(r"^([a-z ]+)\|(\d+)\|(.*)$", re.DOTALL)
 
 
@@ -164,7 +189,18 @@ def archive_entry(
 
 def query_ids(engine: Engine, container_id: str) -> tuple[int, int]:
     """The uid and gid commands run as in the (running) container."""
-    code, out, err = engine.exec_simple(container_id, ["sh", "-c", IDS_SCRIPT])
+    try:
+        code, out, err = engine.exec_simple(
+            container_id,
+            ["sh", "-c", IDS_SCRIPT],
+            deadline=time.monotonic() + _PROBE_SECONDS,
+            max_bytes=_SMALL_ANSWER,
+        )
+    except (HelperTimeout, HelperFlood):
+        raise SandboxProviderError(
+            "could not tell the container user's uid/gid: `id` did not answer in time or "
+            "answered too much; use a numeric user (user='1000:1000')"
+        ) from None
     parts = out.split()
     if code != 0 or len(parts) != 2:
         raise SandboxProviderError(
@@ -200,6 +236,7 @@ class DockerSandboxInstance:
         self._engine = provider.engine
         self._key = key
         self._id = container_id
+        self._limits = provider.limits(container_id)
         self._ids = ids
         self._oom_kills: int | None = oom_kills
         """The container's out-of-memory kill count as last read (0 for a container this
@@ -261,11 +298,49 @@ class DockerSandboxInstance:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    async def _sh(self, script: str, *args: str) -> tuple[int, bytes, bytes]:
+    async def _files(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in a thread of this sandbox's file limiter, the container revived if need be.
+
+        Never anyio's shared default limiter: file helpers a tampered sandbox hangs hold tokens
+        of this sandbox's limiter only, never another tenant's (see ``_limits``).
+        """
         self._provider.touch(self._id)
-        return await anyio.to_thread.run_sync(
-            self._call_sync,
-            lambda: self._engine.exec_simple(self._id, ["sh", "-c", script, "pai", *args]),
+        return await anyio.to_thread.run_sync(self._call_sync, fn, limiter=self._limits.files.get())
+
+    def _deadline(self) -> float:
+        """When a file operation starting now must be done (``time.monotonic()``)."""
+        return time.monotonic() + self._provider.helper_timeout
+
+    def _helper_sync(
+        self,
+        what: str,
+        path: str,
+        command: Sequence[str],
+        *,
+        deadline: float,
+        max_bytes: int = _SMALL_ANSWER,
+    ) -> tuple[int, bytes, bytes]:
+        """Run a file helper in the container, bounded in time and output whatever runs in its
+        place: a replaced ``/bin/sh`` that hangs or floods raises a clear error instead."""
+        try:
+            return self._engine.exec_simple(
+                self._id, command, deadline=deadline, max_bytes=max_bytes
+            )
+        except HelperTimeout:
+            raise SandboxHelperTimeoutError(
+                what, path, self._key, self._provider.helper_timeout
+            ) from None
+        except HelperFlood as flood:
+            raise SandboxHelperOutputError(what, path, self._key, flood.limit) from None
+
+    async def _sh(
+        self, what: str, path: str, script: str, *args: str, max_bytes: int = _SMALL_ANSWER
+    ) -> tuple[int, bytes, bytes]:
+        command = ["sh", "-c", script, "pai", *args]
+        return await self._files(
+            lambda: self._helper_sync(
+                what, path, command, deadline=self._deadline(), max_bytes=max_bytes
+            )
         )
 
     def _ids_sync(self) -> tuple[int, int]:
@@ -356,14 +431,18 @@ class DockerSandboxInstance:
                 # time, not output.
                 head = session.head + chunk
                 end = head.find(b"\n")
-                if end < 0:
+                if end < 0 and len(head) <= _SESSION_LINE:
                     session.head = head
                     return
-                sid, _, started = head[:end].decode("ascii", "replace").partition(" ")
-                session.sid = sid if sid.isdigit() else ""
-                session.started = started if started.isdigit() else ""
                 session.seen = True
-                chunk = head[end + 1 :]
+                session.head = b""
+                if 0 <= end <= _SESSION_LINE:
+                    sid, _, started = head[:end].decode("ascii", "replace").partition(" ")
+                    session.sid = sid if sid.isdigit() else ""
+                    session.started = started if started.isdigit() else ""
+                    chunk = head[end + 1 :]
+                else:
+                    chunk = head  # not the wrapper's line (a replaced sh): all of it is output
                 if not chunk:
                     return
             room = output_limit - sizes[stream]
@@ -380,6 +459,8 @@ class DockerSandboxInstance:
                 from_thread.run_sync(callback, chunk)
 
         def work() -> int:
+            if not holder.begin():
+                return -1  # given up while waiting for a slot: nothing runs
             # Created first: a stopped or paused container fails here, before anything ran.
             stdin_path = f"/tmp/pai-stdin-{marker}" if stdin is not None else ""
             exec_id = self._engine.exec_create(
@@ -387,6 +468,7 @@ class DockerSandboxInstance:
                 ["sh", "-c", RUN_SCRIPT, "pai", command, cwd, stdin_path],
                 {**env, RUN_MARKER: marker},
             )
+            holder.exec_id = exec_id
             if stdin is not None:
                 entry = archive_entry(stdin_path, 0o600, self._ids_sync(), len(stdin))
                 buffer = io.BytesIO()
@@ -399,10 +481,15 @@ class DockerSandboxInstance:
         codes: list[int] = []
         done = anyio.Event()
         errors: list[Exception] = []
+        # One thread per running command, at most max_concurrent_commands of this sandbox at
+        # once; more wait here for a slot, their timeout counting.
+        limiter = self._limits.commands.get()
+        kills_before = self._limits.container_kills
+        notes: list[bytes] = []
 
         async def worker() -> None:
             try:
-                codes.append(await anyio.to_thread.run_sync(work, limiter=anyio.CapacityLimiter(1)))
+                codes.append(await anyio.to_thread.run_sync(work, limiter=limiter))
             except Exception as error:  # handled below, outside the task group
                 errors.append(error)
             finally:
@@ -418,22 +505,37 @@ class DockerSandboxInstance:
                     await done.wait()
                 if not done.is_set():
                     timed_out = True
-                    with anyio.CancelScope(shield=True):
-                        await self._stop(session, marker, holder, done, deadline)
+                    if holder.abandon():  # still waiting for a slot: it never runs
+                        group.cancel_scope.cancel()
+                        notes.append(self._never_started_note())
+                    else:
+                        with anyio.CancelScope(shield=True):
+                            await self._stop(session, marker, holder, done, deadline, notes)
             except BaseException:
-                with anyio.CancelScope(shield=True):
-                    await self._stop(session, marker, holder, done, None)
+                if holder.abandon():
+                    group.cancel_scope.cancel()
+                else:
+                    with anyio.CancelScope(shield=True):
+                        await self._stop(session, marker, holder, done, None, notes)
                 raise
         if errors:
             error = errors[0]
             if isinstance(error, ContainerStopped | ContainerPaused):
-                await anyio.to_thread.run_sync(self._revive_sync)
+                await self._aux(self._revive_sync)
                 return None  # nothing ran: run it on the revived container
             if not isinstance(error, SandboxVanishedError):
                 with anyio.CancelScope(shield=True):
-                    await self._stop(session, marker, holder, done, None)
+                    await self._stop(session, marker, holder, done, None, notes)
                 if isinstance(error, SandboxProviderError) and (await self._cut_off())[0]:
-                    return None
+                    if self._limits.container_kills == kills_before:
+                        return None
+                    # Stopped by this provider's own kill (another command's timeout kill
+                    # failed inside the sandbox): not run again.
+                    raise SandboxProviderError(
+                        f"a command in the Docker sandbox {self._key!r} was ended when the "
+                        "provider killed the container after a timeout kill inside it failed "
+                        "(its /bin/sh or kill may have been replaced); it was not run again"
+                    ) from None
             raise error
         exit_code = codes[0] if codes else -1
         if timed_out:
@@ -441,25 +543,62 @@ class DockerSandboxInstance:
         elif exit_code in _CUT_OFF:
             cut_off, oom_kills = await self._cut_off()
             if cut_off:
-                return None
-            if exit_code == _KILLED:
+                if self._limits.container_kills == kills_before:
+                    return None
+                notes.append(self._container_killed_note())  # ours: not run again
+            elif exit_code == _KILLED:
                 kept[2].append(self._out_of_memory_note(oom_kills))
         return RawCommandResult(
             stdout=b"".join(kept[1]),
-            stderr=b"".join(kept[2]),
+            stderr=b"".join([*kept[2], *notes]),
             exit_code=exit_code,
             timed_out=timed_out,
             truncated=truncated,
         )
 
+    async def _aux(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in a thread of this sandbox's limiter for kills, probes and revivals: never
+        queued behind the commands they serve, nor behind another sandbox's work."""
+        return await anyio.to_thread.run_sync(fn, limiter=self._limits.aux.get())
+
+    def _probe_sync(self) -> tuple[int, bytes]:
+        """Run the probe: its exit code and output; ``(-2, b"")`` when it did not answer in time
+        or flooded (a replaced ``sh``: the container itself is alive)."""
+        try:
+            code, out, _ = self._engine.exec_simple(
+                self._id,
+                _PROBE,
+                deadline=time.monotonic() + _PROBE_SECONDS,
+                max_bytes=_SMALL_ANSWER,
+            )
+        except (HelperTimeout, HelperFlood):
+            return -2, b""
+        return code, out
+
     def _oom_kills_now_sync(self) -> int | None:
         """The container's out-of-memory kill count now; ``None`` when it cannot be read (no
         memory cgroup in sight, or the container is not running)."""
         try:
-            _, out, _ = self._engine.exec_simple(self._id, _PROBE)
+            _, out = self._probe_sync()
         except (ContainerStopped, ContainerPaused, SandboxVanishedError, SandboxProviderError):
             return None
         return _oom_kills_in(out)
+
+    def _never_started_note(self) -> bytes:
+        return (
+            "pai-sandbox-docker: the command never started: all "
+            f"{self._provider.max_concurrent_commands} command slots of this sandbox (option "
+            "max_concurrent_commands) stayed busy until its timeout\n"
+        ).encode()
+
+    @staticmethod
+    def _container_killed_note() -> bytes:
+        return (
+            b"pai-sandbox-docker: the timeout kill inside the sandbox did not work (a command may "
+            b"have replaced its /bin/sh or kill), so the provider killed the whole container: "
+            b"every process in it ended; its files are kept and it starts again on the next "
+            b"operation\n"
+        )
 
     def _out_of_memory_note(self, count: int | None) -> bytes:
         """After a command was killed (exit 137) in a live container whose out-of-memory kill
@@ -484,14 +623,14 @@ class DockerSandboxInstance:
         back with its files and ``True`` says to run the command again; running: ``False``, the
         command's own result stands (a process killed by a signal also exits 137).
         """
-        state, oom_kills = await anyio.to_thread.run_sync(self._settled_state_sync)
+        state, oom_kills = await self._aux(self._settled_state_sync)
         if state == "running":
             return False, oom_kills
         if state == "gone":
             raise SandboxVanishedError(
                 f"the Docker container {self._id[:12]} went away during the command"
             )
-        await anyio.to_thread.run_sync(self._revive_sync)
+        await self._aux(self._revive_sync)
         return True, None
 
     def _settled_state_sync(self) -> tuple[str, int | None]:
@@ -507,11 +646,13 @@ class DockerSandboxInstance:
         if state != "running":
             return state, None
         try:
-            code, out, _ = self._engine.exec_simple(self._id, _PROBE)
+            code, out = self._probe_sync()
         except (ContainerStopped, ContainerPaused, SandboxVanishedError, SandboxProviderError):
             code, out = -1, b""
         if code == 0:
             return "running", _oom_kills_in(out)
+        if code == -2:
+            return "running", None  # the engine ran it, the sandbox's sh did not answer
         deadline = time.monotonic() + 5
         while state == "running" and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -525,12 +666,20 @@ class DockerSandboxInstance:
         holder: ExecStream,
         done: anyio.Event,
         deadline: float | None,
+        notes: list[bytes],
     ) -> None:
         """Kill everything the run started, inside the container; then cut the stream loose.
 
-        Returns by ``deadline + 0.9`` s at the latest (a timed-out call returns within its
-        timeout plus one second), cutting the output stream if something still holds it.
+        The kill runs inside the container (its ``sh``), bounded in time and output. When it does
+        not work (it hangs, fails or floods: a command may have replaced ``/bin/sh`` or ``kill``)
+        while the engine still reports the command's exec running, the whole container is killed
+        through the engine, which no program inside can stop; its files stay, and the next
+        operation starts it again. Returns by ``deadline + 0.9`` s at the latest (a timed-out
+        call returns within its timeout plus one second), cutting the output stream if
+        something still holds it.
         """
+        if deadline is None:
+            deadline = anyio.current_time()
         if not done.is_set():
             script = [
                 "sh",
@@ -541,23 +690,69 @@ class DockerSandboxInstance:
                 f"{RUN_MARKER}={marker}",
                 session.started,
             ]
+            kill_by = time.monotonic() + max(0.1, deadline + _KILL_SECONDS - anyio.current_time())
+            killed = False
+            gone = False
             try:
-                await anyio.to_thread.run_sync(
-                    self._call_sync, lambda: self._engine.exec_simple(self._id, script)
+                code, _, _ = await self._aux(
+                    lambda: self._call_sync(
+                        lambda: self._engine.exec_simple(
+                            self._id, script, deadline=kill_by, max_bytes=_SMALL_ANSWER
+                        )
+                    )
                 )
-            except (SandboxVanishedError, SandboxProviderError) as error:
+                killed = code == 0
+            except (HelperTimeout, HelperFlood):
+                _log.warning(
+                    "the timeout kill inside Docker sandbox %s did not answer in time",
+                    self._id[:12],
+                )
+            except SandboxVanishedError:
+                gone = True
+            except SandboxProviderError as error:
                 _log.debug("killing a timed-out command failed: %s", error)
-        limit = 5.0 if deadline is None else max(0.05, deadline + 0.9 - anyio.current_time())
+            if not killed and not gone and holder.exec_id and not done.is_set():
+                await self._kill_container_if_running(holder.exec_id, notes)
+        limit = max(0.05, deadline + _RETURN_SECONDS - anyio.current_time())
         with anyio.move_on_after(limit):
             await done.wait()
         if not done.is_set():
             holder.abort()  # something escaped with our output pipe; stop reading it
 
+    async def _kill_container_if_running(self, exec_id: str, notes: list[bytes]) -> None:
+        """The kill inside the container did not work: if the engine still runs the command's
+        exec, kill the container through the engine (everything in it ends)."""
+
+        def kill_sync() -> bool:
+            if not self._engine.exec_running(self._id, exec_id):
+                return False
+            self._limits.container_kills += 1
+            self._engine.kill(self._id)
+            return True
+
+        try:
+            killed = await self._aux(kill_sync)
+        except (SandboxVanishedError, SandboxProviderError) as error:
+            _log.warning("killing Docker sandbox %s failed: %s", self._id[:12], error)
+            return
+        if killed:
+            _log.warning(
+                "the timeout kill inside Docker sandbox %s (key %r) did not work; killed the "
+                "container through the engine (its files are kept)",
+                self._id[:12],
+                self._key,
+            )
+            notes.append(self._container_killed_note())
+
     # -- files --------------------------------------------------------------------------------
 
     async def read_file(self, path: str, *, max_bytes: int) -> bytes:
         self._provider.touch(self._id)
-        return await anyio.to_thread.run_sync(self._read_sync, path, max_bytes)
+        # The Engine API's archive call: nothing runs in the container, and the host reads at
+        # most max_bytes (the size is checked before the content comes).
+        return await anyio.to_thread.run_sync(
+            self._read_sync, path, max_bytes, limiter=self._limits.files.get()
+        )
 
     def _read_sync(self, path: str, max_bytes: int) -> bytes:
         current = path
@@ -597,10 +792,11 @@ class DockerSandboxInstance:
     async def write_files(self, files: Sequence[FileWrite]) -> None:
         if not files:
             return
-        self._provider.touch(self._id)
-        await anyio.to_thread.run_sync(self._call_sync, lambda: self._write_sync(list(files)))
+        await self._files(lambda: self._write_sync(list(files)))
 
-    def _check_writes_sync(self, files: list[FileWrite]) -> list[tuple[int, str, str]]:
+    def _check_writes_sync(
+        self, files: list[FileWrite], deadline: float
+    ) -> list[tuple[int, str, str]]:
         """Where each write lands (see ``WRITE_CHECK_SCRIPT``): code, resolved path, deepest
         existing folder. One exec for the whole batch (a few for a huge one)."""
         records: list[tuple[int, str, str]] = []
@@ -612,12 +808,18 @@ class DockerSandboxInstance:
                 end += 1
             paths = [file.path for file in files[start:end]]
             command = ["sh", "-c", WRITE_CHECK_SCRIPT, "pai", *paths]
-            code, out, err = self._engine.exec_simple(self._id, command)
-            fields = out.split(b"\0")
-            if code == 0 and len(fields) < 3 * len(paths):
-                # The engine can lose the output of a very short exec: ask once more.
-                code, out, err = self._engine.exec_simple(self._id, command)
+            # Two resolved paths and a code per path, and room for a shell's error messages.
+            bound = len(paths) * (2 * _PATH_MAX + 8) + _SMALL_ANSWER
+
+            code, out, err, fields = 0, b"", b"", list[bytes]()
+            for _ in range(2):
+                code, out, err = self._helper_sync(
+                    "write_files", paths[0], command, deadline=deadline, max_bytes=bound
+                )
                 fields = out.split(b"\0")
+                if code != 0 or len(fields) >= 3 * len(paths):
+                    break
+                # The engine can lose the output of a very short exec: ask once more.
             if code != 0 or len(fields) < 3 * len(paths):
                 detail = err.decode(errors="replace").strip()
                 raise SandboxProviderError(
@@ -637,11 +839,12 @@ class DockerSandboxInstance:
 
     def _write_sync(self, files: list[FileWrite]) -> None:
         self._check_batch(files)
+        deadline = self._deadline()
         encoded = _small_batch(files)
         if encoded is not None:
-            self._write_small_sync(files, encoded)
+            self._write_small_sync(files, encoded, deadline)
         else:
-            self._write_archive_sync(files)
+            self._write_archive_sync(files, deadline)
 
     @staticmethod
     def _check_batch(files: list[FileWrite]) -> None:
@@ -660,13 +863,18 @@ class DockerSandboxInstance:
                 parent = posixpath.dirname(parent)
             seen.add(file.path)
 
-    def _write_small_sync(self, files: list[FileWrite], encoded: list[str]) -> None:
+    def _write_small_sync(
+        self, files: list[FileWrite], encoded: list[str], deadline: float
+    ) -> None:
         """Check and write a small batch in one exec (see ``WRITE_SMALL_SCRIPT``)."""
         arguments: list[str] = []
         for file, content in zip(files, encoded, strict=True):
             arguments += [file.path, f"{file.mode & 0o7777:o}", content]
-        code, out, err = self._engine.exec_simple(
-            self._id, ["sh", "-c", WRITE_SMALL_SCRIPT, "pai", *arguments]
+        code, out, err = self._helper_sync(
+            "write_files",
+            files[0].path,
+            ["sh", "-c", WRITE_SMALL_SCRIPT, "pai", *arguments],
+            deadline=deadline,
         )
         if code == 3:
             index, _, status = out.decode(errors="replace").strip().partition(" ")
@@ -679,12 +887,12 @@ class DockerSandboxInstance:
                 f"writing {len(files)} file(s) failed (exit {code}): {detail}"
             )
 
-    def _write_archive_sync(self, files: list[FileWrite]) -> None:
+    def _write_archive_sync(self, files: list[FileWrite], deadline: float) -> None:
         ids = self._ids_sync()
         workdir = self._provider.workdir.rstrip("/")
         # Every entry is checked before any is written: a write never replaces a folder (archive
         # extraction would delete it) and follows links inside the container as open() would.
-        records = self._check_writes_sync(files)
+        records = self._check_writes_sync(files, deadline)
         written: set[str] = set()
         made: set[str] = set()
         plan: list[tuple[FileWrite, str, list[str]]] = []
@@ -721,7 +929,15 @@ class DockerSandboxInstance:
         self._engine.put_archive(self._id, "/", buffer.getvalue())
 
     async def list_dir(self, path: str) -> Sequence[DirEntry]:
-        code, out, err = await self._sh(LIST_SCRIPT, path)
+        limit = self._provider.list_limit
+        # One line per entry (type, size, the folder's path, a name of at most 255 bytes): a
+        # longer answer is not stat's, and the host stops reading it there.
+        bound = limit * (len(path.encode("utf-8", "surrogateescape")) + _LIST_LINE) + _SMALL_ANSWER
+        code, out, err = await self._sh(
+            "list_dir", path, LIST_SCRIPT, path, str(limit), max_bytes=bound
+        )
+        if code == EXIT_TOO_MANY:
+            raise SandboxDirectoryTooLargeError(path, limit)
         if code != 0:
             raise self._failed(path, code, err, "list_dir")
         base = path.rstrip("/")
@@ -753,17 +969,40 @@ class DockerSandboxInstance:
     async def remove(self, path: str, *, recursive: bool) -> None:
         if path == "/":
             raise SandboxInputError("refusing to remove '/', the sandbox's root folder")
-        code, _, err = await self._sh(REMOVE_SCRIPT, path, "1" if recursive else "0")
+        code, _, err = await self._sh(
+            "remove", path, REMOVE_SCRIPT, path, "1" if recursive else "0"
+        )
         if code != 0:
             raise self._failed(path, code, err, "remove")
 
     async def make_dir(self, path: str, *, parents: bool) -> None:
-        code, _, err = await self._sh(MAKE_DIR_SCRIPT, path, "1" if parents else "0")
+        code, _, err = await self._sh(
+            "make_dir", path, MAKE_DIR_SCRIPT, path, "1" if parents else "0"
+        )
         if code != 0:
             raise self._failed(path, code, err, "make_dir")
 
     async def exists(self, path: str) -> bool:
-        code, _, err = await self._sh(EXISTS_SCRIPT, path)
-        if code not in (0, 1):
-            raise self._failed(path, code, err, "exists")
-        return code == 0
+        self._provider.touch(self._id)
+        # The Engine API's archive stat: nothing runs in the container.
+        return await anyio.to_thread.run_sync(
+            self._exists_sync, path, limiter=self._limits.files.get()
+        )
+
+    def _exists_sync(self, path: str) -> bool:
+        """Whether ``path`` exists, links followed inside the container (a dangling one, a loop
+        or a path through a file: ``False``), from the engine's stat of each link."""
+        current = path
+        for _ in range(40):
+            try:
+                stat = self._engine.stat_path(self._id, current)
+            except (PathMissing, PathNotADirectory, LinkLoop):
+                return False
+            if not int(stat.get("mode", 0)) & MODE_SYMLINK:
+                return True
+            target = str(stat.get("linkTarget") or "")
+            if not target:
+                return False
+            # Resolved against the container's root: '..' never climbs above '/'.
+            current = posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
+        return False

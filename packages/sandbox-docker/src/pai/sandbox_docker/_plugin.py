@@ -13,6 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pai.core import hookimpl
 from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
 
+#: Who commands run as unless the ``user`` option says otherwise: an unprivileged uid/gid, so a
+#: command cannot replace the image's programs (``/bin/sh`` and the rest belong to root).
+DEFAULT_USER = "1000:1000"
+
 
 class DockerOptions(BaseModel):
     """``[capabilities.sandbox.docker]``: the container every sandbox runs in.
@@ -24,13 +28,19 @@ class DockerOptions(BaseModel):
         memory = "1g"
         network = "bridge"   # the default, "none", gives no network access
         runtime = "runsc"    # gVisor, where the engine has it registered
+        user = "root"        # the default, "1000:1000", runs commands unprivileged
     """
 
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     image: str = Field(min_length=1)
     workdir: str = "/workspace"
-    user: str | None = None
+    user: str | None = Field(
+        default=DEFAULT_USER,
+        min_length=1,
+        description='who commands run as: "uid:gid" or a user of the image; "root" opts back '
+        "into root; None: the image's USER",
+    )
     env: dict[str, str] = Field(default_factory=dict[str, str])
     cpus: float | None = Field(default=None, gt=0)
     memory: str | int | None = "512m"
@@ -47,6 +57,23 @@ class DockerOptions(BaseModel):
     disk: str | None = Field(
         default=None,
         description='writable-layer size limit, e.g. "2g"; needs a storage driver with quotas',
+    )
+    max_concurrent_commands: int = Field(
+        default=8,
+        gt=0,
+        le=1024,
+        description="commands of one sandbox running at once (each holds a host thread); "
+        "more wait for a slot, their timeout counting",
+    )
+    list_limit: int = Field(
+        default=10_000,
+        gt=0,
+        description="entries list_dir returns at most; a larger folder is an error",
+    )
+    helper_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds a file operation's helper inside the sandbox may take",
     )
 
     @field_validator("workdir")
@@ -127,6 +154,9 @@ def _make_provider(options: DockerOptions) -> SandboxProvider:
         docker_host=options.docker_host,
         runtime=options.runtime,
         disk=options.disk,
+        max_concurrent_commands=options.max_concurrent_commands,
+        list_limit=options.list_limit,
+        helper_timeout=options.helper_timeout,
     )
 
 

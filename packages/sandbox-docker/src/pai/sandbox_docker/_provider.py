@@ -58,7 +58,8 @@ from pai.sandbox_docker._labels import (
     parse_created,
     parse_docker_time,
 )
-from pai.sandbox_docker._plugin import DockerOptions
+from pai.sandbox_docker._limits import InstanceLimits, LoopLimiter
+from pai.sandbox_docker._plugin import DEFAULT_USER, DockerOptions
 from pai.sandbox_docker._scripts import KEEPALIVE
 
 _log = logging.getLogger("pai.sandbox_docker")
@@ -106,7 +107,7 @@ class DockerSandboxProvider:
         image: str,
         *,
         workdir: str = "/workspace",
-        user: str | None = None,
+        user: str | None = DEFAULT_USER,
         env: Mapping[str, str] | None = None,
         cpus: float | None = None,
         memory: str | int | None = "512m",
@@ -118,6 +119,9 @@ class DockerSandboxProvider:
         docker_host: str | None = None,
         runtime: str | None = None,
         disk: str | None = None,
+        max_concurrent_commands: int = 8,
+        list_limit: int = 10_000,
+        helper_timeout: float = 30.0,
     ) -> None:
         options = _checked_options(
             image=image,
@@ -134,6 +138,9 @@ class DockerSandboxProvider:
             docker_host=docker_host,
             runtime=runtime,
             disk=disk,
+            max_concurrent_commands=max_concurrent_commands,
+            list_limit=list_limit,
+            helper_timeout=helper_timeout,
         )
         self.image: str = options.image
         self.workdir: str = posixpath.normpath(options.workdir)
@@ -149,7 +156,14 @@ class DockerSandboxProvider:
         self.docker_host: str | None = options.docker_host
         self.runtime: str | None = options.runtime
         self.disk: str | None = options.disk
+        self.max_concurrent_commands: int = options.max_concurrent_commands
+        self.list_limit: int = options.list_limit
+        self.helper_timeout: float = options.helper_timeout
         self.engine: Engine = Engine(options.docker_host)
+        # Own thread limiters (see _limits): never anyio's shared default one.
+        self._limiter = LoopLimiter(_PROVIDER_THREADS)
+        self._destroy_limiter = LoopLimiter(_PROVIDER_THREADS)
+        self._instance_limits: dict[str, InstanceLimits] = {}
         self._features = ProviderFeatures(cross_process=True, durable=True, processes=True)
         self._ids: tuple[int, int] | None = numeric_ids(user) if user is not None else None
         self._image_checked = False
@@ -167,6 +181,15 @@ class DockerSandboxProvider:
 
     def __repr__(self) -> str:
         return f"DockerSandboxProvider(image={self.image!r}, namespace={self.namespace!r})"
+
+    def limits(self, container_id: str) -> InstanceLimits:
+        """The thread limiters of the sandbox in ``container_id`` (one set per container)."""
+        limits = self._instance_limits.get(container_id)
+        if limits is None:
+            limits = self._instance_limits.setdefault(
+                container_id, InstanceLimits.of(self.max_concurrent_commands)
+            )
+        return limits
 
     def touch(self, container_id: str) -> None:
         """Record that this process used the container now (for the idle TTL)."""
@@ -186,7 +209,7 @@ class DockerSandboxProvider:
 
     def _resolve_ids_sync(self) -> tuple[int, int] | None:
         """The uid/gid owning the workspace, when known without a running container."""
-        if self.user is not None or self._image_checked:
+        if self._image_checked:
             return self._ids  # a non-numeric user is resolved inside the container
         image_user = self.engine.image_user(self.image)
         if image_user is None:  # not present: pull now, so the error is the clear one
@@ -198,7 +221,8 @@ class DockerSandboxProvider:
             if image_user is None:
                 raise self._missing_image("the pull left no image")
         self._image_checked = True
-        self._ids = numeric_ids(image_user)
+        if self.user is None:
+            self._ids = numeric_ids(image_user)
         return self._ids
 
     def _check_runtime_sync(self) -> None:
@@ -337,7 +361,9 @@ class DockerSandboxProvider:
 
     async def create(self, key: str) -> SandboxInstance:
         await self.prune_idle()
-        container_id, ids = await anyio.to_thread.run_sync(self._create_sync, key)
+        container_id, ids = await anyio.to_thread.run_sync(
+            self._create_sync, key, limiter=self._limiter.get()
+        )
         return DockerSandboxInstance(self, key, container_id, ids, oom_kills=0)
 
     # -- find / destroy / list ----------------------------------------------------------------
@@ -381,16 +407,21 @@ class DockerSandboxProvider:
         return DockerSandboxInstance(self, key, container.id, ids_of(container.labels))
 
     async def find(self, key: str) -> SandboxInstance | None:
-        return await anyio.to_thread.run_sync(self._find_sync, key)
+        return await anyio.to_thread.run_sync(self._find_sync, key, limiter=self._limiter.get())
 
     def _destroy_sync(self, key: str) -> None:
         for container in self._matching_sync(key):
             self.engine.remove(container.id)
-            self._last_used.pop(container.id, None)
+            self._forget(container.id)
         self.engine.remove(self.container_name(key))
 
+    def _forget(self, container_id: str) -> None:
+        self._last_used.pop(container_id, None)
+        self._instance_limits.pop(container_id, None)
+
     async def destroy(self, key: str) -> None:
-        await anyio.to_thread.run_sync(self._destroy_sync, key)
+        # Its own limiter: never queued behind creates, or behind anything a sandbox does.
+        await anyio.to_thread.run_sync(self._destroy_sync, key, limiter=self._destroy_limiter.get())
 
     def _list_sync(self) -> list[InstanceInfo]:
         infos: list[InstanceInfo] = []
@@ -415,7 +446,7 @@ class DockerSandboxProvider:
         return sorted(infos, key=lambda info: info.created_at)
 
     async def list_instances(self) -> Sequence[InstanceInfo]:
-        return await anyio.to_thread.run_sync(self._list_sync)
+        return await anyio.to_thread.run_sync(self._list_sync, limiter=self._limiter.get())
 
     # -- idle TTL -----------------------------------------------------------------------------
 
@@ -443,7 +474,7 @@ class DockerSandboxProvider:
                 last = max(last, datetime.fromtimestamp(used, UTC))
             if last < cutoff:
                 self.engine.remove(container.id)
-                self._last_used.pop(container.id, None)
+                self._forget(container.id)
                 removed.append(key)
         return removed
 
@@ -453,7 +484,9 @@ class DockerSandboxProvider:
         Idle means: created (``pai.created``), last started (``State.StartedAt``) and last used by
         this provider object all lie before the cutoff, and no command is running in it.
         """
-        return await anyio.to_thread.run_sync(self._prune_sync, older_than)
+        return await anyio.to_thread.run_sync(
+            self._prune_sync, older_than, limiter=self._limiter.get()
+        )
 
     async def prune_idle(self) -> list[str]:
         """Apply ``idle_ttl`` (at most once a minute; failures are logged, never raised)."""
@@ -473,8 +506,11 @@ class DockerSandboxProvider:
 
     async def aclose(self) -> None:
         """Close the Docker client; the containers stay (use :meth:`destroy` to remove one)."""
-        await anyio.to_thread.run_sync(self.engine.close)
+        await anyio.to_thread.run_sync(self.engine.close, limiter=self._destroy_limiter.get())
 
+
+#: Threads a provider's own calls (create, find, list, prune) use at most, and destroy's apart.
+_PROVIDER_THREADS = 16
 
 #: How long a create waits for a concurrent create's container of the same key to run.
 _ADOPT_SECONDS = 30.0

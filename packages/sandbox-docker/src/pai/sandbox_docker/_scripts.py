@@ -1,5 +1,10 @@
 """The shell scripts the provider runs inside the container (POSIX ``sh``; busybox is enough).
 
+A command may replace the programs these run through (``/bin/sh`` itself, where the sandbox user
+can write it): the instance runs each with a deadline and an output bound, so a replaced one can
+make its own operation fail, never hang or flood the host; the timeout kill falls back to killing
+the container through the engine (see ``DockerSandboxInstance._stop``).
+
 Each file script reports what went wrong through its exit code (``EXIT_*``), which the instance
 maps to the matching ``pai.sandbox`` error. None of them forks a helper on the common path
 (``test``, ``read``, ``case`` and parameter expansion are shell builtins), so they cost one exec.
@@ -121,6 +126,8 @@ EXIT_NOT_FOUND, EXIT_NOT_DIR, EXIT_IS_DIR, EXIT_EXISTS, EXIT_NOT_EMPTY, EXIT_LOO
     14,
     15,
 )
+#: LIST_SCRIPT: the folder has more entries than its limit.
+EXIT_TOO_MANY = 16
 
 # Every parent of $1 must be a folder: 10 when one is missing, 11 when one is not a folder.
 _CHECK_PARENTS = r"""
@@ -203,15 +210,20 @@ write "$@"
 """
 )
 
+# $1 the folder, $2 the most entries to list (one more is exit 16, before any is printed).
 LIST_SCRIPT = (
     _CHECK_PARENTS
     + r"""
 p=$1; chk "$p"
 [ -e "$p" ] || [ -L "$p" ] || exit 10
 [ -d "$p" ] || exit 11
-b=${p%/}
+b=${p%/}; n=$2
 set --
-for f in "$b"/* "$b"/.[!.]* "$b"/..?*; do { [ -e "$f" ] || [ -L "$f" ]; } && set -- "$@" "$f"; done
+for f in "$b"/* "$b"/.[!.]* "$b"/..?*; do
+  { [ -e "$f" ] || [ -L "$f" ]; } || continue
+  [ $# -ge "$n" ] && exit 16
+  set -- "$@" "$f"
+done
 [ $# -eq 0 ] && exit 0
 exec stat -c '%F|%s|%n' -- "$@"
 """
@@ -251,8 +263,5 @@ chk "$p"
 exec mkdir -- "$p"
 """
 )
-
-# `exists` follows links: a dangling link is not there.
-EXISTS_SCRIPT = '[ -e "$1" ]'
 
 IDS_SCRIPT = "id -u; id -g"
