@@ -34,6 +34,11 @@ Where it comes from, lowest precedence first:
 
 3. **Code**: ``load_config(overrides={...})``, a nested mapping, on top of everything.
 
+Tables and arrays nest at most :data:`MAX_DEPTH` (32) levels, counting every level of a key path
+(``capabilities.sandbox.docker.image`` is 4) and of arrays: deeper input (a hostile
+``a = [[[[...]]]]``, a ``PAI_A__B__...`` variable of thousands of segments) is a
+:class:`~pai.core.ConfigError` naming the file or variable and the limit, before anything walks it.
+
 :class:`PaiConfig` records where every value came from (``pai config`` shows it). Turning the
 settings into capability bindings is :mod:`pai.core._config_binding`'s work.
 """
@@ -68,6 +73,9 @@ NOT_CONFIG = frozenset({"PAI_STRICT_PLUGINS", "PAI_LOAD_PLUGINS", "PAI_REQUIRE_D
 
 TABLES = ("capabilities", "chat", "model", "storage")
 """The top-level tables of the configuration; anything else is a mistake, reported."""
+
+MAX_DEPTH = 32
+"""How many levels configuration may nest: key path levels and arrays together."""
 
 KeyPath = tuple[str, ...]
 
@@ -217,18 +225,29 @@ def load_config(
         rest = name[len(ENV_PREFIX) :]
         if "__" not in rest:
             continue
+        where = f"environment variable {_env_name(name)}"
         segments = tuple(rest.lower().split("__"))
         if not all(segments):
             raise ConfigError(
-                f"environment variable {name} has an empty key between its '__' separators; "
+                f"{where} has an empty key between its '__' separators; "
                 "write PAI_<KEY>__<KEY>..., e.g. PAI_CAPABILITIES__SANDBOX__PROVIDER=docker, "
                 "or unset it"
             )
-        value = _env_value(env[name])
-        for key, leaf in _flatten(segments, value, f"environment variable {name}"):
+        levels = sum(len(segment.split(".")) for segment in segments)
+        if levels > MAX_DEPTH:
+            raise ConfigError(
+                f"{where} names a key {levels} levels deep (its '__' and '.' separators); "
+                f"configuration nests at most {MAX_DEPTH} levels. Unset it, or set a real key "
+                "such as PAI_CAPABILITIES__SANDBOX__PROVIDER"
+            )
+        value = _env_value(env[name], where)
+        _check_depth(value, where, levels, segments)
+        for key, leaf in _flatten(segments, value, where):
             _assign(data, sources, key, leaf, f"env {name}")
     if overrides:
-        for key, leaf in _flatten((), overrides, "load_config(overrides=...)"):
+        where = "load_config(overrides=...)"
+        _check_depth(overrides, where, 0)
+        for key, leaf in _flatten((), overrides, where):
             _assign(data, sources, key, leaf, "code")
     config = PaiConfig(data=data, sources=sources, files=tuple(files))
     _check_tables(config)
@@ -354,21 +373,44 @@ def _read_text(path: Path) -> str:
         ) from error
 
 
+def _too_deep(where: str) -> str:
+    """The message for TOML nested too deeply for :mod:`tomllib` (it recurses per level)."""
+    return (
+        f"{where} nests tables or arrays too deeply for the TOML reader to follow; "
+        f"configuration nests at most {MAX_DEPTH} levels (keys and arrays counted together): "
+        "flatten it"
+    )
+
+
+def _env_name(name: str) -> str:
+    """A ``PAI_*`` variable's name for a message, shortened when it is absurdly long."""
+    if len(name) <= 100:
+        return name
+    return f"{name[:60]}...{name[-20:]} ({len(name):,} characters)"
+
+
 def _read_toml(path: Path, text: str | None = None) -> dict[str, Any]:
     try:
-        return tomllib.loads(_read_text(path) if text is None else text)
+        table = tomllib.loads(_read_text(path) if text is None else text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(
             f"the configuration file {path} is not valid TOML: {error}. Fix that line "
             "(see https://toml.io), or remove the file"
         ) from error
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise ConfigError(
+            _too_deep(f"the configuration file {path}") + ", or remove the file"
+        ) from None
+    if path.name != PYPROJECT:
+        _check_depth(table, f"the configuration file {path}", 0)
+    return table
 
 
 def _tool_pai(path: Path) -> dict[str, Any] | None:
     text = _read_text(path)
     try:
         document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         if not re.search(r"\bpai\b", text):
             return None  # a broken pyproject.toml that holds no PAI configuration: not ours
         return _read_toml(path, text)  # raises the error, naming the file
@@ -381,16 +423,55 @@ def _tool_pai(path: Path) -> dict[str, Any] | None:
             f"tool.pai = {table!r} in {path} is not a table; write [tool.pai.capabilities.<id>] "
             "tables, or move the configuration to pai.toml"
         )
-    return cast("dict[str, Any]", table)
+    pai = cast("dict[str, Any]", table)
+    _check_depth(pai, f"{path} [tool.pai]", 0)
+    return pai
 
 
-def _env_value(raw: str) -> object:
+def _env_value(raw: str, where: str) -> object:
     """``raw`` as a TOML value when it is one (``5``, ``true``, ``"x"``), else the string."""
     try:
         parsed = tomllib.loads(f"value = {raw}")
     except tomllib.TOMLDecodeError:
         return raw
+    except RecursionError:  # the value is never shown: it may be a secret
+        raise ConfigError(_too_deep(f"the value of {where}") + ", or unset it") from None
     return parsed["value"] if parsed.keys() == {"value"} else raw
+
+
+def _show_path(path: Sequence[str | int]) -> str:
+    """A key path with array indices (``capabilities.x[0][1]``), shortened in the middle."""
+    parts = [f"[{part}]" if isinstance(part, int) else f".{render_key((part,))}" for part in path]
+    if len(parts) > 10:
+        parts = [*parts[:6], "...", *parts[-2:]]
+    return "".join(parts).lstrip(".") or "the top level"
+
+
+def _check_depth(value: object, where: str, levels: int, prefix: tuple[str, ...] = ()) -> None:
+    """Raise a :class:`ConfigError` when ``value`` (at key path ``prefix``, ``levels`` deep
+    already) nests tables and arrays deeper than :data:`MAX_DEPTH`. Iterative, so no input can
+    exhaust the stack; a mapping that contains itself is too deep too."""
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, Mapping):
+            children: Iterable[tuple[str | int, object]] = (
+                (str(key), item) for key, item in cast("Mapping[object, object]", node).items()
+            )
+        elif isinstance(node, list | tuple):
+            children = enumerate(cast("Sequence[object]", node))
+        else:
+            continue
+        for key, child in children:
+            if levels + len(path) + 1 > MAX_DEPTH:
+                raise ConfigError(
+                    f"{where} nests tables and arrays more than {MAX_DEPTH} levels deep (at "
+                    f"{_show_path((*prefix, *path, key))}, level {levels + len(path) + 1}); "
+                    "configuration "
+                    f"nests at most {MAX_DEPTH} levels (keys and arrays counted together): "
+                    "flatten it"
+                )
+            stack.append((child, (*path, key)))
 
 
 def _lookup(tree: Mapping[str, Any], path: KeyPath) -> Any:
@@ -403,25 +484,50 @@ def _lookup(tree: Mapping[str, Any], path: KeyPath) -> Any:
 
 
 def _leaves(tree: Mapping[str, Any], prefix: KeyPath) -> Iterator[tuple[KeyPath, Any]]:
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            yield from _leaves(cast("Mapping[str, Any]", value), (*prefix, key))
+    """Every leaf under ``tree`` in order, depth first (iterative: no recursion limit)."""
+    stack: list[tuple[KeyPath, Iterator[tuple[str, Any]]]] = [(prefix, iter(tree.items()))]
+    while stack:
+        path, items = stack[-1]
+        for key, value in items:
+            if isinstance(value, Mapping):
+                stack.append(((*path, key), iter(cast("Mapping[str, Any]", value).items())))
+                break
+            yield (*path, key), value
         else:
-            yield (*prefix, key), value
+            stack.pop()
 
 
 def _flatten(prefix: KeyPath, value: object, where: str) -> Iterator[tuple[KeyPath, object]]:
-    """Leaves of ``value`` under ``prefix``; an empty mapping is a leaf (an empty table)."""
-    if not isinstance(value, Mapping) or not value:
-        yield prefix, value
-        return
-    for key, item in cast("Mapping[object, object]", value).items():
-        if not isinstance(key, str) or not key:
-            raise ConfigError(
-                f"{where} has the key {key!r} under {render_key(prefix) or 'the top level'}; "
-                "configuration keys are non-empty strings"
-            )
-        yield from _flatten((*prefix, key), item, where)
+    """Leaves of ``value`` under ``prefix``; an empty mapping is a leaf (an empty table).
+    Iterative, in order, depth first."""
+    stack: list[tuple[KeyPath, Iterator[tuple[object, object]]]] = []
+
+    def visit(path: KeyPath, item: object) -> tuple[KeyPath, object] | None:
+        if not isinstance(item, Mapping):
+            return path, item
+        table = cast("Mapping[object, object]", item)
+        if not table:
+            return path, table
+        stack.append((path, iter(table.items())))
+        return None
+
+    leaf = visit(prefix, value)
+    if leaf is not None:
+        yield leaf
+    while stack:
+        path, items = stack[-1]
+        for key, item in items:
+            if not isinstance(key, str) or not key:
+                raise ConfigError(
+                    f"{where} has the key {key!r} under {render_key(path) or 'the top level'}; "
+                    "configuration keys are non-empty strings"
+                )
+            leaf = visit((*path, key), item)
+            if leaf is None:
+                break
+            yield leaf
+        else:
+            stack.pop()
 
 
 def _step(node: Mapping[str, Any], segments: Sequence[str]) -> tuple[str, list[str]]:
@@ -492,6 +598,7 @@ __all__ = [
     "CONFIG_ENV",
     "CONFIG_FILE",
     "ENV_PREFIX",
+    "MAX_DEPTH",
     "NOT_CONFIG",
     "PYPROJECT",
     "TABLES",
