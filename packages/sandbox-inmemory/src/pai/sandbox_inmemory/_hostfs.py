@@ -43,6 +43,25 @@ PATH_MAX = 4096
 """The longest path (or link target) a worker request may carry, as on Linux: it bounds the work
 one request can make the host do (a ``mkdir -p`` of thousands of levels)."""
 
+MAX_SYMLINKS = 40
+"""Symbolic links followed in one path resolution, as Linux counts them (``MAXSYMLINKS``): one
+more is ``ELOOP``, "too many levels of symbolic links". With :data:`PATH_MAX`, it bounds the work
+of any resolution, with :data:`MAX_WALK`."""
+
+MAX_WALK = 2 * PATH_MAX
+"""Path components one resolution may walk, links' targets included (a path of ``PATH_MAX``
+characters has at most half as many). Forty links whose targets are each a deep folder would
+otherwise make one request walk 80,000 components, about 0.2 s of this process's time; past
+this bound the resolution fails with ``ELOOP`` instead (a few milliseconds at most)."""
+
+
+def _loop_error(path: str, operation: str) -> OSError:
+    return OSError(
+        errno.ELOOP,
+        f"ELOOP: too many levels of symbolic links (more than {MAX_SYMLINKS} followed), "
+        f"{operation} '{path[:200]}'",
+    )
+
 
 def _text_cost(text: str) -> int:
     """Bytes a string may take in this process (CPython stores non-ASCII text with up to four
@@ -139,6 +158,71 @@ class HostFs(InMemoryFs):
             return
         await super().append_file(path, content, encoding)
 
+    # -- path resolution, as the kernel does it ------------------------------------------------
+    # just-bash's counts links per component (so a path of many components may follow thousands
+    # of links), does not resolve links inside a link's target, and raises ELOOP when a path
+    # merely revisits a link. This one splices each target into the walk (absolute targets
+    # restart at "/"), resolves ".." after the links before it, and follows at most
+    # MAX_SYMLINKS links in all per resolution.
+
+    def _walk(self, path: str, *, follow_last: bool, operation: str) -> str:
+        normalized = self._normalize_path(path)
+        if normalized == "/":
+            return "/"
+        pending = normalized[1:].split("/")
+        pending.reverse()  # a stack: the next component is last
+        resolved: list[str] = []  # the resolved folders' paths, from the first one down
+        links = steps = 0
+        data = self._data
+        while pending:
+            name = pending.pop()
+            if name in ("", "."):
+                continue
+            steps += 1
+            if steps > MAX_WALK:
+                raise OSError(
+                    errno.ELOOP,
+                    f"ELOOP: too many levels of symbolic links (resolving the path walks more "
+                    f"than {MAX_WALK} components), {operation} '{path[:200]}'",
+                )
+            if name == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            current = f"{resolved[-1] if resolved else ''}/{name}"
+            if len(current) > PATH_MAX:
+                raise OSError(
+                    errno.ENAMETOOLONG,
+                    f"ENAMETOOLONG: the resolved path is longer than {PATH_MAX} characters, "
+                    f"{operation} '{path[:200]}'",
+                )
+            entry = data.get(current)
+            if entry is None or entry.type == "file":
+                # Missing, or a file with more to come: what remains is not resolved (the
+                # caller finds no entry there).
+                return "/".join([current, *reversed(pending)]) if pending else current
+            if not pending and not follow_last:
+                return current
+            if entry.type == "symlink":
+                links += 1
+                if links > MAX_SYMLINKS:
+                    raise _loop_error(path, operation)
+                target = entry.target
+                if target.startswith("/"):
+                    resolved.clear()
+                parts = target.split("/")
+                parts.reverse()
+                pending.extend(parts)
+                continue
+            resolved.append(current)
+        return resolved[-1] if resolved else "/"
+
+    def _resolve_path_with_symlinks(self, path: str, max_loops: int = MAX_SYMLINKS) -> str:
+        return self._walk(path, follow_last=True, operation="stat")
+
+    def _resolve_intermediate_symlinks(self, path: str, max_loops: int = MAX_SYMLINKS) -> str:
+        return self._walk(path, follow_last=False, operation="lstat")
+
     # -- POSIX-like checks and linear-time tree operations -------------------------------------
     # just-bash's versions replace a folder by a file, create entries under a file, list a
     # folder by scanning every path (so removing or copying a tree is quadratic), recurse once
@@ -199,15 +283,8 @@ class HostFs(InMemoryFs):
         return paths
 
     async def readdir_with_file_types(self, path: str) -> list[DirentEntry]:
-        normalized = self._normalize_path(path)
+        normalized = self._walk(path, follow_last=True, operation="scandir")
         entry = self._data.get(normalized)
-        seen: set[str] = set()
-        while entry is not None and entry.type == "symlink":
-            if normalized in seen:
-                raise OSError(f"ELOOP: too many levels of symbolic links, scandir '{path}'")
-            seen.add(normalized)
-            normalized = self._resolve_symlink(normalized, entry.target)
-            entry = self._data.get(normalized)
         if entry is None:
             raise FileNotFoundError(f"ENOENT: no such file or directory, scandir '{path}'")
         if entry.type != "directory":
@@ -513,6 +590,8 @@ def serve_frame(
     except RequestError as error:
         return ["err", "EINVAL", f"bad filesystem request {method!r}: {error}"], b""
     except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENAMETOOLONG) and error.strerror:
+            return ["err", errno.errorcode[error.errno], error.strerror], b""
         for cls, kind in _ERROR_KINDS:
             if isinstance(error, cls):
                 return ["err", kind, str(error)], b""

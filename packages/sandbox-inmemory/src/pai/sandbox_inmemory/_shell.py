@@ -139,6 +139,14 @@ class Channel:
 
 # -- the filesystem -------------------------------------------------------------------------------
 
+
+def _os_error(number: int, message: str) -> OSError:
+    """An ``OSError`` with ``errno`` set whose text is ``message`` alone (no "[Errno N]")."""
+    error = OSError(message)
+    error.errno = number
+    return error
+
+
 _ERRORS: dict[str, Callable[[str], OSError]] = {
     "ENOENT": FileNotFoundError,
     "EISDIR": IsADirectoryError,
@@ -146,6 +154,8 @@ _ERRORS: dict[str, Callable[[str], OSError]] = {
     "EEXIST": FileExistsError,
     "EPERM": PermissionError,
     "ENOSPC": lambda message: OSError(errno.ENOSPC, message),
+    "ELOOP": lambda message: _os_error(errno.ELOOP, message),
+    "ENAMETOOLONG": lambda message: _os_error(errno.ENAMETOOLONG, message),
 }
 
 # The interpreter function that implements ">>" (and "&>>", ">&N" to an append fd) as

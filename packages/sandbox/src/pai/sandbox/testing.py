@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import struct
 import time
 import tracemalloc
 import uuid
@@ -733,6 +734,66 @@ class SandboxProviderConformance:
         sandbox = self.sandbox(provider)
         seen = await sandbox.run_command("env; printenv PAI_CONFORMANCE_HOST_SECRET; set")
         assert secret not in seen.stdout + seen.stderr
+
+    async def test_tz_naming_a_host_file_shows_nothing_of_it(
+        self, provider: SandboxProvider, tmp_path: Path
+    ) -> None:
+        # C libraries open the file TZ names (glibc, musl): a sandbox's TZ naming a host path
+        # must never read that host file. The planted zone's abbreviation and offset are markers.
+        marker, offset = f"Q{uuid.uuid4().hex[:4].upper()}", 3 * 3600 + 17 * 60
+        header = b"TZif2" + bytes(15) + struct.pack(">6l", 0, 0, 0, 0, 1, len(marker) + 1)
+        body = struct.pack(">lBB", offset, 0, 0) + marker.encode() + b"\0"
+        host_zone = tmp_path / "zone"
+        host_zone.write_bytes(header + body + header + body + f"\n<{marker}>-3:17\n".encode())
+        sandbox = self.sandbox(provider)
+        seen = await sandbox.run_command(
+            f"date; date +'%Z %z'; TZ=:{host_zone} date +'%Z %z'; "
+            f"printf '%(%Z %z)T\\n' -1; TZ={host_zone} awk 'BEGIN {{ print 1 }}'",
+            env={"TZ": str(host_zone)},
+            timeout=30,
+        )
+        assert not seen.timed_out
+        assert marker not in seen.stdout + seen.stderr
+        assert "+0317" not in seen.stdout
+
+    async def test_a_chain_of_900_symlinks_fails_in_bounded_time_and_holds_no_one_up(
+        self, provider: SandboxProvider
+    ) -> None:
+        # Resolving a path follows at most 40 links, as the kernel does (ELOOP after): walking a
+        # long chain ends at once with a failure, and another sandbox's command meanwhile is
+        # not held up by path resolution done on its behalf.
+        chained, other = await self.provisioned(provider), await self.provisioned(provider)
+        made = await chained.run_command(
+            "mkdir -p chain/target && cd chain && ln -s target l1 && "
+            "for i in $(seq 1 899); do ln -s l$i l$((i + 1)); done && echo made",
+            timeout=120,
+        )
+        assert made.stdout == "made\n", made.stderr
+        assert (await chained.run_command("test -d chain/l40")).exit_code == 0
+        walks, answers = [0.0], [0.0]
+
+        async def walk() -> None:
+            started = time.monotonic()
+            result = await chained.run_command(
+                "for i in $(seq 1 20); do test -d chain/l900 && exit 3; done; test -d chain/l900/.",
+                timeout=60,
+            )
+            walks[0] = time.monotonic() - started
+            assert result.exit_code == 1, result.stdout + result.stderr
+            assert not result.timed_out
+
+        async def answer() -> None:
+            await anyio.sleep(0.05)
+            started = time.monotonic()
+            result = await other.run_command("echo other", timeout=60)
+            answers[0] = time.monotonic() - started
+            assert result.stdout == "other\n"
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(walk)
+            group.start_soon(answer)
+        assert walks[0] < 10, f"20 walks of a 900-link chain took {walks[0]:.1f} s"
+        assert answers[0] < 5, f"another sandbox's echo took {answers[0]:.1f} s meanwhile"
 
     async def test_instances_share_nothing_and_commands_keep_no_shell_state(
         self, provider: SandboxProvider
