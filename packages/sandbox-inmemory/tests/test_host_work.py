@@ -2,7 +2,8 @@
 
 Path resolution follows at most 40 links (ELOOP after, as the kernel does) and walks a bounded
 number of components; work proportional to the files (listing, copying, removing big trees) runs
-in a thread. A ticker task measures the host loop's worst lag while each command runs.
+in a thread. A ticker task measures the host loop's worst lag while each command runs. Also the
+messages of a command that cannot be sent (over the frame limit) or never got a worker.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from collections.abc import Awaitable, Callable
 import anyio
 import pytest
 
-from pai.sandbox import FileWrite, RawCommandResult
-from pai.sandbox_inmemory import InMemorySandboxInstance
+from pai.sandbox import FileWrite, RawCommandResult, SandboxInputError
+from pai.sandbox_inmemory import EXIT_TIMEOUT, InMemorySandboxInstance, InMemorySandboxProvider
 from pai.sandbox_inmemory._hostfs import MAX_SYMLINKS, MAX_WALK, HostFs, drive, serve_frame
+from pai.sandbox_inmemory._protocol import MAX_JSON
 
 pytestmark = pytest.mark.anyio
 
@@ -151,3 +153,61 @@ def test_one_resolution_walks_a_bounded_number_of_components() -> None:
     assert reply[:2] == ["err", "ELOOP"]
     assert str(MAX_WALK) in str(reply[2])
     assert elapsed < 0.1
+
+
+async def test_a_command_over_the_frame_limit_is_an_input_error_naming_size_and_limit(
+    instance: InMemorySandboxInstance,
+) -> None:
+    with pytest.raises(SandboxInputError) as raised:
+        await _run(instance, "echo " + "x" * (MAX_JSON + 10))
+    message = str(raised.value)
+    assert str(MAX_JSON) in message
+    assert "4.0 MiB" in message
+    assert "write big inputs as files first" in message
+    with pytest.raises(SandboxInputError, match="env"):
+        await instance.run(
+            "true",
+            cwd="/workspace",
+            env={"BIG": "y" * (MAX_JSON + 10)},
+            stdin=None,
+            timeout=10,
+            output_limit=99,
+        )
+    # A big stdin is no command line: it goes through.
+    result = await instance.run(
+        "wc -c",
+        cwd="/workspace",
+        env={},
+        stdin=b"z" * (MAX_JSON + 10),
+        timeout=30,
+        output_limit=99,
+    )
+    assert result.stdout.strip() == str(MAX_JSON + 10).encode()
+
+
+async def test_a_command_that_never_got_a_worker_says_it_waited(
+    provider: InMemorySandboxProvider,
+) -> None:
+    instance = await provider.create("busy")
+    first = await _run(instance, "true")
+    assert first.exit_code == 0
+    results: dict[str, RawCommandResult] = {}
+
+    async def hold(name: str) -> None:
+        results[name] = await _run(instance, "sleep 3", timeout=10)
+
+    async with anyio.create_task_group() as group:
+        for n in range(provider.max_workers):
+            group.start_soon(hold, f"hold{n}")
+        await anyio.sleep(0.5)
+        waiting = await _run(instance, "echo never", timeout=0.5)
+    assert waiting.timed_out
+    assert waiting.exit_code == EXIT_TIMEOUT
+    message = waiting.stderr.decode()
+    assert "never ran" in message
+    assert "waited 0.5 s for a free worker" in message
+    assert "max_workers" in message
+    assert "was killed" not in message
+    # A command that ran and timed out still says so.
+    ran = await _run(instance, "sleep 5", timeout=0.5)
+    assert b"timed out after 0.5 s and was killed" in ran.stderr

@@ -35,7 +35,7 @@ from pai.sandbox_inmemory._errors import budget_message
 from pai.sandbox_inmemory._hostfs import HostFs, drive, serve_frame
 from pai.sandbox_inmemory._isolation import Isolation, expected_isolation
 from pai.sandbox_inmemory._pool import Worker, WorkerDied, WorkerPool
-from pai.sandbox_inmemory._protocol import ProtocolError, encode_frame, encode_head
+from pai.sandbox_inmemory._protocol import MAX_JSON, ProtocolError, encode_frame, encode_head
 from pai.sandbox_inmemory._shell import EXIT_OUT_OF_MEMORY
 
 __all__ = [
@@ -73,6 +73,8 @@ DEFAULT_LIMITS = ExecutionLimits(
 )
 """The interpreter limits when none are given: generous, because the timeout (which kills the
 worker) and the memory budget are what bound a command; a limit hit ends it with exit code 126."""
+
+MiB = 1024 * 1024
 
 _FEATURES = ProviderFeatures(cross_process=False, durable=False, processes=False)
 
@@ -126,6 +128,36 @@ def _timeout_message(timeout: float) -> bytes:
         f"pai-sandbox-inmemory: the command timed out after {timeout:g} s and was killed; "
         "its output is lost (files it wrote before are kept)\n"
     ).encode()
+
+
+def _no_worker_message(waited: float, timeout: float, max_workers: int) -> bytes:
+    return (
+        f"pai-sandbox-inmemory: the command never ran: it waited {waited:.1f} s for a free "
+        f"worker (all {max_workers} were busy with other commands; option max_workers) and its "
+        f"timeout of {timeout:g} s passed first; run fewer commands at once, raise max_workers, "
+        "or give it a longer timeout\n"
+    ).encode()
+
+
+def _run_frame(spec: dict[str, Any], stdin: bytes) -> bytes:
+    """The frame asking a worker to run a command; a command line (with its ``env`` and
+    ``cwd``) over the frame limit is the caller's input error, raised before any worker is
+    taken."""
+    try:
+        return encode_frame(["run", spec], stdin)
+    except ProtocolError:
+        size = len(str(spec["script"]).encode("utf-8", "surrogatepass"))
+        size += sum(
+            len(str(k).encode("utf-8", "surrogatepass"))
+            + len(str(v).encode("utf-8", "surrogatepass"))
+            for k, v in dict(spec["env"]).items()
+        )
+        raise SandboxInputError(
+            f"the command line and its env are about {size} bytes ({size / MiB:.1f} MiB) as sent "
+            f"to the in-memory sandbox's worker, over its limit of {MAX_JSON} bytes "
+            f"({MAX_JSON // MiB} MiB); write big inputs as files first (write_files) or pass "
+            "them as stdin, and run a short command that reads them"
+        ) from None
 
 
 def _died_message(budget: int) -> bytes:
@@ -287,19 +319,17 @@ class InMemorySandboxInstance:
             message = f"pai-sandbox-inmemory: cannot run the command in {cwd}: {error}\n"
             return RawCommandResult(stdout=b"", stderr=message.encode(), exit_code=1)
 
-        deadline = math.inf if timeout is None else anyio.current_time() + timeout
-        request = encode_frame(
-            [
-                "run",
-                {
-                    "script": command,
-                    "cwd": cwd,
-                    "env": dict(env),
-                    "stdin": stdin is not None,
-                    "limits": runtime.limits_document,
-                    "output_limit": output_limit,
-                },
-            ],
+        queued = anyio.current_time()
+        deadline = math.inf if timeout is None else queued + timeout
+        request = _run_frame(
+            {
+                "script": command,
+                "cwd": cwd,
+                "env": dict(env),
+                "stdin": stdin is not None,
+                "limits": runtime.limits_document,
+                "output_limit": output_limit,
+            },
             stdin or b"",
         )
         generation = runtime.pool.generation
@@ -336,11 +366,15 @@ class InMemorySandboxInstance:
         if result is None:
             assert timeout is not None
             state.check()
+            message = (
+                _timeout_message(timeout)
+                if lease is not None
+                else _no_worker_message(
+                    anyio.current_time() - queued, timeout, runtime.pool.max_workers
+                )
+            )
             result = RawCommandResult(
-                stdout=b"",
-                stderr=_timeout_message(timeout),
-                exit_code=EXIT_TIMEOUT,
-                timed_out=True,
+                stdout=b"", stderr=message, exit_code=EXIT_TIMEOUT, timed_out=True
             )
         if on_stdout is not None and result.stdout:
             on_stdout(result.stdout)
