@@ -9,6 +9,7 @@ Importing this package does not import the ``openai`` SDK: building a model does
 
 from typing import TYPE_CHECKING
 
+from pai.model_openai._errors import ModelRedirectError as ModelRedirectError
 from pai.model_openai._errors import map_openai_error as map_openai_error
 from pai.model_openai._errors import parse_retry_after as parse_retry_after
 from pai.model_openai._plugin import OpenAIOptions as OpenAIOptions
@@ -31,4 +32,10 @@ def __dir__() -> list[str]:
     return sorted([*globals(), "OpenAIModel"])
 
 
-__all__ = ["OpenAIModel", "OpenAIOptions", "map_openai_error", "parse_retry_after"]
+__all__ = [
+    "ModelRedirectError",
+    "OpenAIModel",
+    "OpenAIOptions",
+    "map_openai_error",
+    "parse_retry_after",
+]

@@ -6,6 +6,8 @@
       … with code "insufficient_quota"        FatalModelError                  no
     InternalServerError (5xx)                 ModelOverloadedError             yes
     ConflictError (409), other 408/409        ModelOverloadedError             yes
+    a redirect (any 3xx, never followed)      ModelRedirectError               yes
+                                              (a ModelConnectionError)
     APITimeoutError                           ModelTimeoutError                yes
     APIConnectionError (refused, reset, cut)  ModelConnectionError             yes
     BadRequestError (400), 422, other 4xx     ModelBadRequestError             no
@@ -14,6 +16,11 @@
     an error event inside a stream            ModelOverloadedError             yes
       … of type "invalid_request_error"       ModelBadRequestError             no
     APIResponseValidationError, bad JSON      ModelResponseError               no
+
+Text a server sends (an error message, a body) is clipped to :data:`MAX_SERVER_TEXT` characters
+with a marker, and its control characters are escaped, before it goes into a message: an error
+is stored in the thread and printed, and the server is not trusted. URLs in messages go through
+:func:`mask_url` (no userinfo, no query values).
 
 ``retry-after-ms`` and ``retry-after`` (seconds, or an HTTP date) become ``retry_after``. Every
 mapped error keeps the SDK's error as ``__cause__``.
@@ -24,6 +31,7 @@ from __future__ import annotations
 import email.utils
 import math
 import time
+import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
@@ -43,7 +51,73 @@ from pai.core import (
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["map_openai_error", "parse_retry_after"]
+__all__ = [
+    "MAX_SERVER_TEXT",
+    "ModelRedirectError",
+    "clip_server_text",
+    "map_openai_error",
+    "mask_url",
+    "parse_retry_after",
+]
+
+MAX_SERVER_TEXT = 2000
+"""How many characters of a server's own text (an error message) a model error keeps."""
+
+# C0 controls but tab and newline, DEL and the C1 controls (ESC starts terminal sequences).
+_CONTROLS = {
+    code: f"\\x{code:02x}"
+    for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+    if code not in (9, 10)
+}
+
+
+class ModelRedirectError(ModelConnectionError):
+    """The model server answered with a redirect, which is never followed.
+
+    ``url`` is the URL asked and ``location`` where the server pointed (both masked: no
+    userinfo, no query values). Retried like any connection error, always to ``base_url``.
+    """
+
+    def __init__(self, message: str, *, model: str, status_code: int, url: str, location: str):
+        super().__init__(message, model=model, status_code=status_code)
+        self.url = url
+        self.location = location
+
+
+def clip_server_text(text: str, limit: int = MAX_SERVER_TEXT) -> str:
+    """``text`` from the server as a message may hold it: at most ``limit`` characters (then a
+    marker saying how many more there were), control characters escaped.
+
+    Example::
+
+        clip_server_text("x" * 5000)  # 'xxx…x… [3000 more characters cut]'
+    """
+    if len(text) > limit:
+        text = f"{text[:limit]}… [{len(text) - limit} more characters cut]"
+    return text.translate(_CONTROLS)
+
+
+def mask_url(url: str) -> str:
+    """``url`` fit for a message: user and password, query values and fragment masked.
+
+    Example::
+
+        mask_url("https://user:pw@example.com/v1?key=abc")  # 'https://***@example.com/v1?key=***'
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = "***@" + netloc.rpartition("@")[2]
+        query = "&".join(
+            f"{name}=***" if sep else name
+            for name, sep, _ in (item.partition("=") for item in parts.query.split("&") if item)
+        )
+        fragment = "***" if parts.fragment else ""
+        masked = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+    except ValueError:
+        return "<an unreadable URL>"
+    return clip_server_text(masked, 500)
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
@@ -84,7 +158,9 @@ def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> Mode
             model=model,
         )
     if isinstance(error, openai.APIConnectionError):
-        cause = f" ({error.__cause__})" if error.__cause__ is not None else ""
+        cause = (
+            f" ({clip_server_text(str(error.__cause__))})" if error.__cause__ is not None else ""
+        )
         return ModelConnectionError(
             where(f"the connection failed{cause}; check the base URL and that the server runs"),
             model=model,
@@ -92,23 +168,28 @@ def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> Mode
     if isinstance(error, openai.APIStatusError):
         return _from_status(error, model)
     if isinstance(error, openai.APIResponseValidationError):
-        return ModelResponseError(where(f"the answer did not match the API: {error}"), model=model)
+        return ModelResponseError(
+            where(f"the answer did not match the API: {clip_server_text(str(error))}"), model=model
+        )
     if isinstance(error, openai.APIError):
         # An error event inside a stream: the server failed mid-answer, unless it says the
         # request itself was wrong.
+        message = clip_server_text(error.message)
         if _body_type(error.body) == "invalid_request_error":
             return ModelBadRequestError(
-                where(f"the server refused the request mid-answer: {error.message}"), model=model
+                where(f"the server refused the request mid-answer: {message}"), model=model
             )
         return ModelOverloadedError(
-            where(f"the server reported an error mid-answer: {error.message}"), model=model
+            where(f"the server reported an error mid-answer: {message}"), model=model
         )
-    return ModelResponseError(where(f"the answer could not be read: {error}"), model=model)
+    return ModelResponseError(
+        where(f"the answer could not be read: {clip_server_text(str(error))}"), model=model
+    )
 
 
 def _from_status(error: openai.APIStatusError, model: str) -> ModelError:
     status = error.status_code
-    detail = _detail(error)
+    detail = clip_server_text(_detail(error))
     headers = dict(error.response.headers.items())
     retry_after = parse_retry_after(headers)
 

@@ -19,6 +19,8 @@ from pai.core import (
     ModelEvent,
     ModelRequest,
     ModelResponse,
+    ModelResponseError,
+    ModelTimeoutError,
     RetryPolicy,
     Usage,
     UsageReported,
@@ -26,8 +28,15 @@ from pai.core import (
     collect_response,
     stream_with_retries,
 )
-from pai.model_openai._chat import ChunkReader, chat_messages, chat_tools
-from pai.model_openai._errors import map_openai_error
+from pai.model_openai._chat import (
+    DEFAULT_MAX_ANSWER_BYTES,
+    DEFAULT_MAX_ANSWER_CHARS,
+    DEFAULT_MAX_TOOL_CALLS,
+    ChunkReader,
+    chat_messages,
+    chat_tools,
+)
+from pai.model_openai._errors import clip_server_text, map_openai_error, mask_url
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, AsyncStream
@@ -49,7 +58,14 @@ class OpenAIModel:
     - ``api_key``: the key; else the variable named by ``api_key_env``; else ``OPENAI_API_KEY``.
       No key at all is a :class:`~pai.core.ModelConfigurationError` naming the variable.
     - ``base_url``: else ``OPENAI_BASE_URL``, else OpenAI's API (as the SDK decides).
-    - ``timeout``: seconds for the whole read of an answer; ``connect_timeout`` for connecting.
+    - ``timeout``: seconds for the whole answer, from sending the request to its last byte,
+      however the server paces its bytes; ``connect_timeout`` for connecting.
+    - ``max_answer_bytes``, ``max_answer_chars``, ``max_tool_calls``: caps on one answer's
+      bytes (lines of its event stream at most 4 MiB), its characters of text and tool-call
+      arguments, and its tool calls; past one, the answer is a
+      :class:`~pai.core.ModelResponseError` naming the option.
+    - Redirects are never followed: a 3xx is a :class:`ModelRedirectError` (a
+      :class:`~pai.core.ModelConnectionError`) naming both URLs.
     - ``retry``: the :class:`~pai.core.RetryPolicy` for retryable failures (the SDK's own
       retries are off); ``max_retries=n`` is a shortcut for ``RetryPolicy(max_attempts=n + 1)``.
     - ``temperature``, ``max_tokens``, ``parallel_tool_calls``, ``extra_body``: sent with every
@@ -81,6 +97,9 @@ class OpenAIModel:
         parallel_tool_calls: bool | None = None,
         extra_body: Mapping[str, JsonValue] | None = None,
         default_headers: Mapping[str, str] | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+        max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ModelConfigurationError(
@@ -91,6 +110,15 @@ class OpenAIModel:
             if not _positive(value):
                 raise ModelConfigurationError(
                     f"OpenAIModel({option}={value!r}): {option} must be a number of seconds > 0"
+                )
+        for option, limit in (
+            ("max_answer_bytes", max_answer_bytes),
+            ("max_answer_chars", max_answer_chars),
+            ("max_tool_calls", max_tool_calls),
+        ):
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ModelConfigurationError(
+                    f"OpenAIModel({option}={limit!r}): {option} must be an int >= 1"
                 )
         if max_retries is not None and retry is not None:
             raise ModelConfigurationError(
@@ -113,6 +141,9 @@ class OpenAIModel:
         self._max_tokens = max_tokens
         self._parallel_tool_calls = parallel_tool_calls
         self._extra_body = dict(extra_body or {})
+        self._max_answer_bytes = max_answer_bytes
+        self._max_answer_chars = max_answer_chars
+        self._max_tool_calls = max_tool_calls
         self._client_entry: tuple[object, AsyncOpenAI] | None = None
         self._usage = Usage()
         import openai  # the SDK is imported when a model is built, never by the plugin
@@ -198,12 +229,16 @@ class OpenAIModel:
         if entry is None or entry[0] is not loop:
             import openai
 
+            from pai.model_openai._http import ServerGuard
+
+            guard = ServerGuard(self.name, self._timeout[0], self._max_answer_bytes)
             client = openai.AsyncOpenAI(
                 api_key=self._api_key,
                 base_url=self._base_url,
                 timeout=openai.Timeout(self._timeout[0], connect=self._timeout[1]),
                 max_retries=0,
                 default_headers=self._default_headers or None,
+                http_client=guard.client(),
             )
             entry = self._client_entry = (loop, client)
         return entry[1]
@@ -211,31 +246,27 @@ class OpenAIModel:
     async def _stream_once(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         import openai
 
-        reader = ChunkReader(self.name)
+        reader = ChunkReader(self.name, self._max_answer_chars, self._max_tool_calls)
+        timeout = self._timeout[0]
+        # The answer's body is read within the deadline its HTTP request carries (see _http);
+        # this bounds the wait for its headers, however slowly they come.
         try:
-            stream = await self._open(request)
+            with anyio.fail_after(timeout):
+                stream = await self._open(request)
+        except ModelError:
+            raise
+        except TimeoutError:
+            raise ModelTimeoutError(
+                f"OpenAI model {self.name!r}: no answer from {mask_url(self.base_url)} within "
+                f"timeout={timeout:g} s; raise OpenAIModel(timeout=...) if it is slow",
+                model=self.name,
+            ) from None
         except (openai.OpenAIError, ValueError) as error:
             raise map_openai_error(error, self.name) from error
         try:
             async for chunk in stream:
-                if chunk.usage is not None:
-                    reader.report_usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
-                for choice in chunk.choices[:1]:
-                    delta = choice.delta
-                    for event in reader.text(delta.content):
-                        yield event
-                    for call in delta.tool_calls or ():
-                        function = call.function
-                        for event in reader.tool_call(
-                            call.index,
-                            call.id,
-                            function.name if function else None,
-                            function.arguments if function else None,
-                        ):
-                            yield event
-                    if choice.finish_reason is not None:
-                        for event in reader.finish(choice.finish_reason):
-                            yield event
+                for event in reader.feed(chunk):
+                    yield event
             for event in reader.end():
                 if isinstance(event, UsageReported):
                     self._usage = self._usage + event.usage
@@ -244,6 +275,12 @@ class OpenAIModel:
             raise
         except (openai.OpenAIError, ValueError) as error:
             raise map_openai_error(error, self.name) from error
+        except RecursionError as error:  # JSON nested deeper than the parser goes
+            raise ModelResponseError(
+                f"OpenAI model {self.name!r}: a chunk of the answer is JSON nested too deeply "
+                f"to read ({clip_server_text(str(error), 200)})",
+                model=self.name,
+            ) from error
         finally:
             # Closing releases the connection; it must happen even when the caller was cancelled.
             with anyio.CancelScope(shield=True):

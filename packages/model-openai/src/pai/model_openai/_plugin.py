@@ -12,6 +12,11 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from pai.core import Model, ModelRegistration, RetryPolicy, hookimpl
+from pai.model_openai._chat import (
+    DEFAULT_MAX_ANSWER_BYTES,
+    DEFAULT_MAX_ANSWER_CHARS,
+    DEFAULT_MAX_TOOL_CALLS,
+)
 
 __all__ = ["OpenAIOptions", "build_model", "model_registrations", "pai_models"]
 
@@ -33,6 +38,12 @@ class OpenAIOptions(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = Field(default=None, gt=0)
     parallel_tool_calls: bool | None = None
+    max_answer_bytes: int = Field(default=DEFAULT_MAX_ANSWER_BYTES, ge=1)
+    """Bytes of one answer (lines of its event stream at most 4 MiB)."""
+    max_answer_chars: int = Field(default=DEFAULT_MAX_ANSWER_CHARS, ge=1)
+    """Characters of text and tool-call arguments (names and ids too) in one answer."""
+    max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, ge=1)
+    """Tool calls one answer may start."""
 
 
 def build_model(name: str, options: OpenAIOptions) -> Model:
@@ -49,6 +60,9 @@ def build_model(name: str, options: OpenAIOptions) -> Model:
         temperature=options.temperature,
         max_tokens=options.max_tokens,
         parallel_tool_calls=options.parallel_tool_calls,
+        max_answer_bytes=options.max_answer_bytes,
+        max_answer_chars=options.max_answer_chars,
+        max_tool_calls=options.max_tool_calls,
     )
 
 

@@ -136,6 +136,67 @@ class StalledStream:
     pieces: tuple[str, ...]
 
 
+# -- a hostile model server ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RedirectAnswer:
+    """An HTTP redirect (``status``, a 3xx) to ``location``, with ``body`` as its text."""
+
+    status: int
+    location: str
+    body: str = "redirected"
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlAnswer:
+    """A web page (``text/html``) where an API answer should be."""
+
+    status: int
+    html: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndlessStream:
+    """A stream of ``piece`` chunks that never finishes: it stops when the client goes away,
+    after ``max_bytes`` bytes, or after ``max_seconds`` seconds."""
+
+    piece: str
+    max_bytes: int
+    max_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class HugeLine:
+    """A stream whose first chunk is one line of ``size`` bytes that never ends, sent as fast as
+    the client reads; then the connection closes."""
+
+    size: int
+    max_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class TrickleStream:
+    """A complete, valid ``answer`` sent ``step`` bytes at a time, ``interval`` seconds apart
+    (every read gets a byte in time; the whole answer takes long); stops when the client goes
+    away."""
+
+    answer: TextAnswer
+    interval: float
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class BadUsage:
+    """A text answer whose usage chunk says ``value`` for ``field`` (``"prompt_tokens"``,
+    ``"completion_tokens"``, or ``"usage"`` for the whole usage object); sent whether or not the
+    client asked for usage."""
+
+    pieces: tuple[str, ...]
+    field: str
+    value: JsonValue
+
+
 ScriptedAnswer: TypeAlias = (
     TextAnswer
     | ToolCallsAnswer
@@ -144,6 +205,12 @@ ScriptedAnswer: TypeAlias = (
     | MalformedChunk
     | StreamError
     | StalledStream
+    | RedirectAnswer
+    | HtmlAnswer
+    | EndlessStream
+    | HugeLine
+    | TrickleStream
+    | BadUsage
 )
 """One scripted reply of the test server."""
 
@@ -250,3 +317,87 @@ def stream_error(
 def stalled_stream(*pieces: str) -> StalledStream:
     """Stream ``pieces``, then wait without sending anything until the client disconnects."""
     return StalledStream(pieces)
+
+
+# -- a hostile model server: what no real server should do, done for real over HTTP -----------------
+
+
+def redirect_answer(status: int = 307, location: str = "/v1/chat/completions") -> RedirectAnswer:
+    """Answer with an HTTP redirect to ``location`` (``303`` makes a following client GET it,
+    ``307``/``308`` re-POST the request body there). Point ``location`` at a second local server
+    to check that a client never goes there.
+
+    Example::
+
+        with OpenAITestServer() as elsewhere:
+            server.add(redirect_answer(307, elsewhere.base_url + "/chat/completions"))
+            ...
+            assert elsewhere.hits == []
+    """
+    if not 300 <= status < 400:
+        raise ValueError(f"redirect_answer(status={status!r}): a redirect status is 3xx")
+    return RedirectAnswer(status=status, location=location)
+
+
+def html_answer(
+    html: str = "<!doctype html><title>Welcome</title><p>This is a web page, not an API.</p>",
+    *,
+    status: int = 200,
+) -> HtmlAnswer:
+    """Answer with a web page, as a ``base_url`` pointing at a website (not its API) does."""
+    return HtmlAnswer(status=status, html=html)
+
+
+def endless_stream(
+    piece: str = "la ", *, max_bytes: int = 1 << 30, max_seconds: float = 60.0
+) -> EndlessStream:
+    """Stream ``piece`` as text chunks without end, as fast as the client reads. The server
+    stops when the client disconnects, after ``max_bytes`` bytes or ``max_seconds`` seconds."""
+    return EndlessStream(piece=piece, max_bytes=max_bytes, max_seconds=max_seconds)
+
+
+def huge_line(size: int = 64 << 20, *, max_seconds: float = 60.0) -> HugeLine:
+    """Stream one event-stream line of ``size`` bytes that never ends (no newline), then close
+    the connection (or stop after ``max_seconds`` seconds, or when the client disconnects)."""
+    return HugeLine(size=size, max_seconds=max_seconds)
+
+
+def trickle_stream(*pieces: str, interval: float = 0.05, step: int = 1) -> TrickleStream:
+    """Stream a valid text answer of ``pieces``, ``step`` bytes every ``interval`` seconds: each
+    read of the client gets bytes in time, while the whole answer takes minutes. The server stops
+    when the client disconnects.
+
+    Example::
+
+        server.add(trickle_stream("slow", interval=0.05))   # ~700 bytes: ~35 s in all
+    """
+    if interval < 0 or step < 1:
+        raise ValueError("trickle_stream needs interval >= 0 and step >= 1")
+    return TrickleStream(answer=text_answer(*pieces), interval=interval, step=step)
+
+
+def bad_usage(
+    value: JsonValue,
+    *pieces: str,
+    field: Literal["prompt_tokens", "completion_tokens", "usage"] = "prompt_tokens",
+) -> BadUsage:
+    """A text answer whose usage lies: ``field`` of its usage chunk is ``value`` (``None``,
+    ``-1``, ``1e300``, ``"12"``...); ``field="usage"`` makes ``value`` the whole usage object.
+
+    Example::
+
+        server.add(bad_usage(-1_000_000, "hi"))
+    """
+    return BadUsage(pieces=pieces or ("ok",), field=field, value=value)
+
+
+def many_tool_calls(
+    count: int, name: str = "noop", arguments: Mapping[str, JsonValue] | None = None
+) -> ToolCallsAnswer:
+    """An answer making ``count`` parallel calls of tool ``name`` (ids ``call_0``...), each
+    with ``arguments`` (``{}`` when not given) in one chunk."""
+    if count < 1:
+        raise ValueError(f"many_tool_calls(count={count!r}) needs count >= 1")
+    sent = dict(arguments or {})
+    calls = tuple(FunctionCall(name=name, arguments=sent, id=f"call_{i}") for i in range(count))
+    return ToolCallsAnswer(calls=calls, argument_pieces=1)

@@ -18,21 +18,29 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Mu
 from types import TracebackType
 from typing import Any, Self, cast
 
+import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from pydantic import JsonValue
 
 from pai.core import Usage
 from pai.model_openai.testing._answers import (
     Answer,
+    BadUsage,
     CutStream,
+    EndlessStream,
     ErrorAnswer,
+    HtmlAnswer,
+    HugeLine,
     MalformedChunk,
     RecordedRequest,
+    RedirectAnswer,
     ScriptedAnswer,
     StalledStream,
     StreamError,
     TextAnswer,
     ToolCallsAnswer,
+    TrickleStream,
 )
 
 __all__ = ["OpenAITestServer"]
@@ -103,6 +111,7 @@ class OpenAITestServer:
         self._answers: list[Answer] = list(answers)
         self._served = 0
         self._requests: list[RecordedRequest] = []
+        self._hits: list[tuple[str, str]] = []
         self._open_streams = 0
         self._started_streams = 0
         self._streams_changed = threading.Condition(self._lock)
@@ -130,6 +139,13 @@ class OpenAITestServer:
         """Every chat request received so far, in order."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def hits(self) -> list[tuple[str, str]]:
+        """``(method, path)`` of every HTTP request received, on any path, chat or not (a
+        redirect target checks it stayed empty)."""
+        with self._lock:
+            return list(self._hits)
 
     @property
     def base_url(self) -> str:
@@ -263,8 +279,10 @@ class OpenAITestServer:
             return
         if scope["type"] != "http":
             return
-        body = await _read_body(receive)
         method, path = scope["method"], scope["path"]
+        with self._lock:
+            self._hits.append((method, path))
+        body = await _read_body(receive)
         if method != "POST" or path not in _CHAT_PATHS:
             await _send_json(send, 404, _error_body(f"no route {method} {path}", "not_found"))
             return
@@ -291,6 +309,15 @@ class OpenAITestServer:
                 _error_body(answer.message, answer.type, answer.code),
                 answer.headers,
             )
+            return
+        if isinstance(answer, RedirectAnswer):
+            body = answer.body.encode()
+            headers = {"location": answer.location}
+            await _send_raw(send, answer.status, body, headers, b"text/plain; charset=utf-8")
+            return
+        if isinstance(answer, HtmlAnswer):
+            body = answer.html.encode()
+            await _send_raw(send, answer.status, body, {}, b"text/html; charset=utf-8")
             return
         model = recorded.model or "test-model"
         if recorded.stream:
@@ -347,7 +374,20 @@ class OpenAITestServer:
         if isinstance(answer, StalledStream):
             await _wait_for_disconnect(receive)
             return
-        assert not isinstance(answer, ErrorAnswer)
+        if isinstance(answer, EndlessStream | HugeLine | TrickleStream):
+            await _send_start(send, 200, b"application/json")
+            await _until_disconnect(receive, self._hostile_body(send, answer, model, False))
+            return
+        if isinstance(answer, BadUsage):
+            usage = _bad_usage(answer)
+            message = {"role": "assistant", "content": "".join(answer.pieces)}
+            choice: dict[str, JsonValue] = {"index": 0, "message": message, "finish_reason": "stop"}
+            body = {"id": "chatcmpl-test", "object": "chat.completion", "created": 0}
+            await _send_json(
+                send, 200, {**body, "model": model, "choices": [choice], "usage": usage}
+            )
+            return
+        assert not isinstance(answer, ErrorAnswer | RedirectAnswer | HtmlAnswer)
         message: dict[str, JsonValue] = {"role": "assistant", "content": None}
         if isinstance(answer, TextAnswer):
             message["content"] = "".join(answer.pieces)
@@ -389,16 +429,12 @@ class OpenAITestServer:
             self._started_streams += 1
             self._streams_changed.notify_all()
         try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [
-                        (b"content-type", b"text/event-stream"),
-                        (b"cache-control", b"no-cache"),
-                    ],
-                }
-            )
+            await _send_start(send, 200, b"text/event-stream")
+            if isinstance(answer, EndlessStream | HugeLine | TrickleStream):
+                await _until_disconnect(
+                    receive, self._hostile_body(send, answer, model, usage_asked)
+                )
+                return
             for chunk in _chunks(answer, model, usage_asked):
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if isinstance(answer, CutStream):
@@ -418,6 +454,67 @@ class OpenAITestServer:
             with self._streams_changed:
                 self._open_streams -= 1
                 self._streams_changed.notify_all()
+
+    async def _hostile_body(
+        self,
+        send: _Send,
+        answer: EndlessStream | HugeLine | TrickleStream,
+        model: str,
+        usage_asked: bool,
+    ) -> None:
+        """Send the body of a hostile answer, then end it; bounded by the answer's limits."""
+
+        async def body(data: bytes) -> None:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+
+        if isinstance(answer, EndlessStream):
+            await body(_event(model, {"role": "assistant", "content": ""}))
+            event = _event(model, {"content": answer.piece})
+            sent = 0
+            with anyio.move_on_after(answer.max_seconds):
+                while sent < answer.max_bytes:
+                    await body(event)
+                    sent += len(event)
+                    # A write to a closed connection does not wait: let the watcher see it.
+                    await anyio.lowlevel.checkpoint()
+        elif isinstance(answer, HugeLine):
+            head = b'data: {"id": "chatcmpl-test", "choices": [{"delta": {"content": "'
+            await body(head)
+            piece = b"x" * 65536
+            left = answer.size - len(head)
+            with anyio.move_on_after(answer.max_seconds):
+                while left > 0:
+                    await body(piece[:left])
+                    left -= len(piece)
+                    await anyio.lowlevel.checkpoint()
+        else:
+            data = b"".join(_chunks(answer.answer, model, usage_asked))
+            for start in range(0, len(data), answer.step):
+                await body(data[start : start + answer.step])
+                await anyio.sleep(answer.interval)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _until_disconnect(receive: _Receive, work: Awaitable[None]) -> None:
+    """Await ``work``, giving up as soon as the client disconnects."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await _wait_for_disconnect(receive)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        with contextlib.suppress(OSError):  # the client went away while a write was under way
+            await work
+        tg.cancel_scope.cancel()
+
+
+def _bad_usage(answer: BadUsage) -> JsonValue:
+    if answer.field == "usage":
+        return answer.value
+    usage: dict[str, JsonValue] = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    usage[answer.field] = answer.value
+    return usage
 
 
 def _include_usage(recorded: RecordedRequest) -> bool:
@@ -452,6 +549,21 @@ def _split(text: str, pieces: int) -> list[str]:
 def _chunks(answer: ScriptedAnswer, model: str, usage_asked: bool) -> Iterator[bytes]:
     """The SSE chunks of ``answer``; failures yield only the chunks before their failure."""
     yield _event(model, {"role": "assistant", "content": ""})
+    if isinstance(answer, BadUsage):
+        for piece in answer.pieces:
+            yield _event(model, {"content": piece})
+        yield _event(model, {}, "stop")
+        chunk: dict[str, JsonValue] = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [],
+            "usage": _bad_usage(answer),
+        }
+        yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+        yield b"data: [DONE]\n\n"
+        return
     if isinstance(answer, TextAnswer | CutStream | MalformedChunk | StreamError | StalledStream):
         for piece in answer.pieces:
             yield _event(model, {"content": piece})
@@ -484,7 +596,7 @@ def _chunks(answer: ScriptedAnswer, model: str, usage_asked: bool) -> Iterator[b
         finish, usage = "tool_calls", answer.usage
     yield _event(model, {}, finish)
     if usage_asked:
-        chunk: dict[str, JsonValue] = {
+        chunk = {
             "id": "chatcmpl-test",
             "object": "chat.completion.chunk",
             "created": 0,
@@ -526,8 +638,19 @@ async def _send_json(
     await _send_raw(send, status, json.dumps(body).encode(), headers or {})
 
 
-async def _send_raw(send: _Send, status: int, body: bytes, headers: Mapping[str, str]) -> None:
-    raw = [(b"content-type", b"application/json")]
+async def _send_start(send: _Send, status: int, content_type: bytes) -> None:
+    headers = [(b"content-type", content_type), (b"cache-control", b"no-cache")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+
+
+async def _send_raw(
+    send: _Send,
+    status: int,
+    body: bytes,
+    headers: Mapping[str, str],
+    content_type: bytes = b"application/json",
+) -> None:
+    raw = [(b"content-type", content_type)]
     raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body, "more_body": False})
