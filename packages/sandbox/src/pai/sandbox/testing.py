@@ -130,6 +130,12 @@ class SandboxProviderConformance:
     memory_doublings: ClassVar[int] = 30
     #: Seconds the memory test gives the command: it must fail (or be killed) by then.
     memory_timeout_seconds: ClassVar[float] = 30
+    #: Host threads a provider may add while a hundred commands run at once on one instance (a
+    #: generous constant: a provider bounding them per instance, as it must, stays far below).
+    max_command_threads: ClassVar[int] = 32
+    #: Seconds a file operation or destroy may take in a sandbox whose /bin/sh hangs (a
+    #: provider whose file helpers have a deadline answers by then, with a result or an error).
+    tampered_operation_seconds: ClassVar[float] = 40
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
 
@@ -320,6 +326,46 @@ class SandboxProviderConformance:
                 tg.start_soon(one, i)
         assert results == {i: f"{i}\n" for i in range(self.concurrent_commands)}
         assert sum(1 for info in await provider.list_instances() if info.key == sandbox.key) == 1
+
+    async def test_a_hundred_concurrent_commands_use_a_bounded_number_of_host_threads(
+        self, provider: SandboxProvider
+    ) -> None:
+        import threading
+
+        def threads() -> int:
+            # Not counted: the threads asyncio itself starts to wait for child processes (one
+            # per live process, before Python 3.12), which an in-process test backend (the E2B
+            # emulator) makes; they are not the provider's.
+            return sum(
+                1
+                for thread in threading.enumerate()
+                if not thread.name.startswith("asyncio-waitpid")
+            )
+
+        sandbox = await self.provisioned(provider)
+        before = peak = threads()
+        results: dict[int, str] = {}
+
+        async def one(i: int) -> None:
+            results[i] = (await sandbox.run_command(f"sleep 0.1; echo {i}")).stdout
+
+        async def watch() -> None:
+            nonlocal peak
+            while True:
+                peak = max(peak, threads())
+                await anyio.sleep(0.002)
+
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(watch)
+            async with anyio.create_task_group() as group:
+                for i in range(100):
+                    group.start_soon(one, i)
+            outer.cancel_scope.cancel()
+        assert results == {i: f"{i}\n" for i in range(100)}
+        # A thread per command would let one tenant's burst take the host's threads.
+        assert peak - before <= self.max_command_threads, (
+            f"{peak - before} host threads more while 100 commands ran on one instance"
+        )
 
     async def test_a_timed_out_command_exits_with_124_within_a_second_of_its_timeout(
         self, provider: SandboxProvider
@@ -835,6 +881,64 @@ class SandboxProviderConformance:
         assert "held" not in hog.stdout
         after = await sandbox.run_command("echo alive")
         assert (after.exit_code, after.stdout) == (0, "alive\n")
+
+    # -- a sandbox that replaced its own shell ------------------------------------------------------
+
+    async def test_a_sandbox_that_replaced_its_shell_still_times_out_and_answers_in_bounded_time(
+        self, provider: SandboxProvider
+    ) -> None:
+        from pai.sandbox._errors import SandboxError
+
+        sandbox = await self.provisioned(provider)
+        await sandbox.write_file("kept.txt", "kept")
+        # First a harmless probe: a sandbox whose /bin is the host's must never get further.
+        probe = f".pai-conformance-{uuid.uuid4().hex}"
+        touched = await sandbox.run_command(f"touch /bin/{probe}", timeout=30)
+        on_host = Path("/bin") / probe
+        if on_host.exists():
+            on_host.unlink()
+            pytest.fail("a file a command wrote to /bin appeared in the host's /bin")
+        if touched.exit_code != 0:
+            pytest.skip(
+                f"provider {provider.name!r}: a command cannot write /bin, so it cannot replace "
+                f"its /bin/sh ({touched.stderr.strip() or touched.exit_code})"
+            )
+        # A copy of the real shell runs the fake, which hangs whatever it is asked to run.
+        replaced = await sandbox.run_command(
+            f"rm -f /bin/{probe}; mkdir -p tamper && cp /bin/sh tamper/sh && "
+            "printf '#!%s\\nexec sleep 2147483647\\n' \"$PWD/tamper/sh\" > tamper/fake && "
+            "chmod 755 tamper/fake && cp tamper/fake /bin/sh.pai-new && "
+            "mv -f /bin/sh.pai-new /bin/sh",
+            timeout=30,
+        )
+        if replaced.exit_code != 0:
+            pytest.skip(
+                f"provider {provider.name!r}: a command cannot replace its /bin/sh "
+                f"({replaced.stderr.strip() or replaced.exit_code})"
+            )
+        started = time.monotonic()
+        result = await sandbox.run_command("echo hi", timeout=2)
+        elapsed = time.monotonic() - started
+        # A provider whose shell is not /bin/sh runs it; any other must time it out in time.
+        assert result.timed_out or (result.exit_code, result.stdout) == (0, "hi\n"), result
+        assert elapsed <= 2 + TIMEOUT_RETURN_ALLOWANCE, f"returned after {elapsed:.2f} s"
+        bound = self.tampered_operation_seconds
+        operations: dict[str, Any] = {
+            "read_file": lambda: sandbox.read_text("kept.txt"),
+            "write_file": lambda: sandbox.write_file("new.txt", "new"),
+            "list_dir": lambda: sandbox.list_dir("."),
+            "exists": lambda: sandbox.exists("kept.txt"),
+            "make_dir": lambda: sandbox.make_dir("folder"),
+            "remove": lambda: sandbox.remove("new.txt"),
+            "destroy": lambda: provider.destroy(sandbox.key),
+        }
+        for name, operation in operations.items():
+            started = time.monotonic()
+            with contextlib.suppress(SandboxError):  # an error is an answer; a hang is not
+                with anyio.fail_after(bound + 5):
+                    await operation()
+            elapsed = time.monotonic() - started
+            assert elapsed <= bound, f"{name} took {elapsed:.2f} s in a sandbox whose sh hangs"
 
     # -- files: bounded reads ---------------------------------------------------------------------
 
