@@ -13,7 +13,10 @@ Prints, in one run:
 - the host event loop's worst stall while an in-memory sandbox runs a CPU-bound command for 2 s
   (a 5 ms ticker's largest lateness; target: <= 50 ms);
 - the host process's RSS growth while a command tries to allocate 1 GiB by doubling a string
-  (target: <= the memory budget + 64 MiB).
+  (target: <= the memory budget + 64 MiB);
+- what 100 concurrent commands cost the host process: its peak thread count and RSS growth
+  while they run (100 sandboxes, one ``echo`` each, all queued at once on the pool's workers;
+  then one sandbox, each command listing a folder of its 20,000-file tree).
 
 Medians over several rounds, configurations interleaved, on an asyncio host loop.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -189,11 +193,65 @@ async def bench_memory() -> None:
         )
 
 
+def _threads() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _concurrent_cost(title: str, commands: list[Callable[[], Awaitable[object]]]) -> None:
+    before_threads, before_rss = _threads(), _rss()
+    peak_threads, peak_rss = before_threads, before_rss
+    done = anyio.Event()
+
+    async def sample() -> None:
+        nonlocal peak_threads, peak_rss
+        while not done.is_set():
+            peak_threads, peak_rss = max(peak_threads, _threads()), max(peak_rss, _rss())
+            await anyio.sleep(0.005)
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        group.start_soon(sample)
+        async with anyio.create_task_group() as runs:
+            for command in commands:
+                runs.start_soon(command)
+        done.set()
+    elapsed = time.perf_counter() - started
+    print(title)
+    print(
+        f"  {len(commands)} commands in {elapsed:.2f} s; host threads {before_threads} -> peak "
+        f"{peak_threads} (+{peak_threads - before_threads}); host RSS growth "
+        f"{(peak_rss - before_rss) / MiB:.1f} MiB"
+    )
+
+
+async def bench_concurrency_cost() -> None:
+    async with create_in_memory_sandbox_provider() as provider:
+        manager = create_sandbox_session_manager(provider=provider)
+        sandboxes = [create_sandbox(manager.handle(f"c{n}")) for n in range(100)]
+        await sandboxes[0].run_command("true")  # the workers are up
+        await _concurrent_cost(
+            "host cost of 100 concurrent commands (100 sandboxes, `echo hi` each)",
+            [partial(s.run_command, "echo hi") for s in sandboxes],
+        )
+        tree = sandboxes[0]
+        await tree.write_files(
+            [FileWrite(path=f"/workspace/t/d{n % 10}/f{n}", content=b"") for n in range(20_000)]
+        )
+        await _concurrent_cost(
+            "host cost of 100 concurrent commands (one sandbox, each listing a folder of 2,000 files)",
+            [partial(tree.run_command, "ls t/d1 | wc -l", timeout=120) for _ in range(100)],
+        )
+
+
 async def main() -> None:
     await bench_commands()
     await bench_files()
     await bench_loop_stall()
     await bench_memory()
+    await bench_concurrency_cost()
 
 
 if __name__ == "__main__":
