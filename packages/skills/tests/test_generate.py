@@ -560,7 +560,8 @@ def test_skill_md_must_be_utf8_text(tmp_path: Path) -> None:
     (skill / "SKILL.md").write_bytes(b"---\nname: skill\ndescription: caf\xe9\n---\n")
 
     assert problems_of(tmp_path) == [
-        "skill/SKILL.md: SKILL.md is not UTF-8 text (or holds a NUL byte); save it as UTF-8"
+        "skill/SKILL.md:3: SKILL.md is not UTF-8: the byte e9 at column 17 (byte 32) is not "
+        "valid UTF-8 (invalid continuation byte); save it as UTF-8 text"
     ]
 
 

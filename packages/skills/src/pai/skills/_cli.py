@@ -100,15 +100,19 @@ def generate_skills_command(src_dir: Path, output: Path | None, check: bool) -> 
         click.echo(module.text, nl=False)
         note(f"{count} skill{plural}; the module is {_size(module.size)}")
         return
-    # Write next to the target and rename, so a reader never sees half a module.
+    # Encoded first (generate_module checked it can be), then written next to the target and
+    # renamed, so a reader never sees half a module and a failure leaves no partial file.
+    data = module.text.encode("utf-8")
     partial = output.with_name(f".{output.name}.partial")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_bytes(module.text.encode())
+        partial.write_bytes(data)
         partial.replace(output)
-    except OSError as error:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
+        if not isinstance(error, OSError):
+            raise
         fail(f"cannot write {output}: {error.strerror or error}")
     took = time.perf_counter() - started
     note(

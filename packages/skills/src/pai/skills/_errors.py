@@ -12,6 +12,8 @@ Every message says what was wrong, with the offending value, and what to do.
 
 from __future__ import annotations
 
+import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,16 +28,33 @@ class DuplicateSkillError(SkillDefinitionError):
     """Two skill entries share one name (when merging generated modules, rename one folder)."""
 
 
+def shown_path(path: str) -> str:
+    """``path`` as one printable line: bytes that are not UTF-8 as ``\\xff``, control and
+    bidirectional formatting characters as ``\\n`` or ``\\u202e``."""
+    decoded = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return "".join(
+        char.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+        else char
+        for char in decoded
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SkillProblem:
-    """One problem found in a skills folder: the file, the line (1-based, when there is one)."""
+    """One problem found in a skills folder: the file, the line (1-based, when there is one).
+
+    ``file`` is the path as the file system gives it (a name that is not UTF-8 holds lone
+    surrogates, as :func:`os.fsdecode` makes them); ``str()`` shows it printably.
+    """
 
     file: str
     line: int | None
     message: str
 
     def __str__(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        file = shown_path(self.file)
+        where = file if self.line is None else f"{file}:{self.line}"
         return f"{where}: {self.message}"
 
 

@@ -15,6 +15,7 @@ import json
 import os
 import reprlib
 import stat
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,45 @@ def _decode_text(data: bytes) -> str | None:
         return None
 
 
+def _name_problem(name: str) -> str | None:
+    """Why a file or folder name cannot be part of a skill, or ``None`` when it can.
+
+    The generated module is UTF-8 Python, and the names become paths in a sandbox and in what
+    the model reads: a name that is not UTF-8 (a byte Python decodes to a lone surrogate) cannot
+    be written to it, and a control character (a newline, an escape sequence, a bidirectional
+    override) would garble or disguise it.
+    """
+    raw = os.fsencode(name)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = raw[error.start : error.end]
+        return (
+            f"its name is not valid UTF-8 (the byte {bad.hex(' ', 1)!s} at byte {error.start} "
+            f"of {raw!r}), so it cannot be written to the generated module; rename it in UTF-8"
+        )
+    for char in name:
+        if _is_control(char):
+            return (
+                f"its name holds the control character U+{ord(char):04X} "
+                f"({unicodedata.name(char, ascii(char))}), which would garble or disguise it "
+                "wherever it is shown; rename it without it"
+            )
+    return None
+
+
+def _is_control(char: str) -> bool:
+    """C0 and C1 controls, DEL, and the invisible bidirectional formatting characters."""
+    category = unicodedata.category(char)
+    return category == "Cc" or (category == "Cf" and unicodedata.bidirectional(char) in _BIDI)
+
+
+_BIDI = frozenset(
+    {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI", "LRM", "RLM", "ALM"}
+)
+"""Bidirectional classes of the formatting characters that reorder or disguise text."""
+
+
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
@@ -168,6 +208,10 @@ def _walk(
     for entry in entries:
         path = Path(entry.path)
         relative = f"{rel}{entry.name}"
+        bad_name = _name_problem(entry.name)
+        if bad_name is not None:
+            problems.add(path, None, bad_name)
+            continue
         if entry.is_symlink():
             target = _resolve(path)
             if target is None:
@@ -298,6 +342,43 @@ def _key_lines(
             _key_lines(value_node, f"{label}.", file, problems, lines, visited)
 
 
+def _unencodable(node: yaml.Node, file: Path, problems: _Problems) -> None:
+    """Report every string of the frontmatter (keys too) that cannot be written to the generated
+    module as UTF-8: a lone surrogate, which only a YAML escape (``"\\ud800"``) can make.
+    Iterative; each node is visited once, however often aliases repeat it."""
+    stack: list[tuple[yaml.Node, str]] = [(node, "")]
+    visited: set[int] = set()
+    while stack:
+        current, label = stack.pop()
+        if id(current) in visited:
+            continue
+        visited.add(id(current))
+        if isinstance(current, yaml.ScalarNode):
+            text = str(current.value)
+            bad = next((c for c in text if "\ud800" <= c <= "\udfff"), None)
+            if bad is not None:
+                problems.add(
+                    file,
+                    FRONTMATTER_LINE + current.start_mark.line,
+                    f"{label} holds the lone surrogate U+{ord(bad):04X} (from the escape "
+                    f'"\\u{ord(bad):04x}"), which is not a character and cannot be '
+                    "written to the generated module as UTF-8; remove it, or write the "
+                    'character itself ("\\U0001F600" for one beyond U+FFFF, not a pair of '
+                    "\\u escapes)",
+                )
+        elif isinstance(current, yaml.MappingNode):
+            for key_node, value_node in reversed(current.value):
+                key = _key_of(key_node)
+                child = f"{label}.{key}" if label else key
+                child = child if child.isprintable() else ascii(child)
+                stack.append((value_node, child))
+                stack.append((key_node, f"the key {child}"))
+        elif isinstance(current, yaml.SequenceNode):
+            items = cast("list[yaml.Node]", current.value)
+            for index, item in reversed(list(enumerate(items))):
+                stack.append((item, f"{label}[{index}]"))
+
+
 def _parse_frontmatter(
     frontmatter: str, file: Path, problems: _Problems
 ) -> tuple[dict[str, object], dict[str, int]] | None:
@@ -312,6 +393,14 @@ def _parse_frontmatter(
         problem = getattr(error, "problem", None) or str(error)
         problems.add(file, line, f"the frontmatter is not valid YAML: {problem}")
         return None
+    except RecursionError:  # PyYAML composes and constructs recursively
+        problems.add(
+            file,
+            FRONTMATTER_LINE,
+            "the frontmatter nests mappings or lists too deeply to read (hundreds of levels); "
+            "a skill's frontmatter is name, description and a few flat keys: flatten it",
+        )
+        return None
     finally:
         loader.dispose()
     if not isinstance(node, yaml.MappingNode) or not isinstance(values, dict):
@@ -321,8 +410,12 @@ def _parse_frontmatter(
             "the frontmatter must be a YAML mapping of keys (name, description, ...)",
         )
         return None
+    before = len(problems.items)
+    _unencodable(node, file, problems)
     lines: dict[str, int] = {}
     _key_lines(node, "", file, problems, lines, set())
+    if len(problems.items) != before:
+        return None
     return cast("dict[str, object]", values), lines
 
 
@@ -503,9 +596,8 @@ def _read_skill(folder: Path, root: Path, problems: _Problems) -> ParsedSkill | 
             )
         return None
     if skill_md.text is None:
-        problems.add(
-            skill_file, None, "SKILL.md is not UTF-8 text (or holds a NUL byte); save it as UTF-8"
-        )
+        line, what = _not_text(skill_md.data)
+        problems.add(skill_file, line, f"SKILL.md {what}; save it as UTF-8 text")
         return None
     split = _split_frontmatter(skill_md.text, skill_file, problems)
     if split is None:
@@ -522,6 +614,25 @@ def _read_skill(folder: Path, root: Path, problems: _Problems) -> ParsedSkill | 
     return skill
 
 
+def _not_text(data: bytes) -> tuple[int, str]:
+    """The line of the first byte that keeps ``data`` from being UTF-8 text, and what it is."""
+    body = data[len(BOM) :] if data.startswith(BOM) else data
+    offset = len(data) - len(body)
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        position = error.start
+        bad = body[error.start : error.end]
+        line = body.count(b"\n", 0, position) + 1
+        column = position - (body.rfind(b"\n", 0, position) + 1) + 1
+        return line, (
+            f"is not UTF-8: the byte {bad.hex(' ', 1)} at column {column} (byte "
+            f"{position + offset}) is not valid UTF-8 ({error.reason})"
+        )
+    position = body.index(b"\x00")
+    return body.count(b"\n", 0, position) + 1, "holds a NUL byte, so it is not text"
+
+
 def read_skills(source: Path) -> list[ParsedSkill]:
     """Read and validate every skill under ``source``; raises :class:`SkillSourceError` listing
     every problem of every skill."""
@@ -534,6 +645,16 @@ def read_skills(source: Path) -> list[ParsedSkill]:
     for entry in sorted(os.scandir(source), key=lambda e: e.name):
         path = Path(entry.path)
         if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
+            continue
+        bad_name = _name_problem(entry.name)
+        if bad_name is not None:
+            if entry.is_dir():  # a file next to the skill folders is not read: not checked
+                problems.add(
+                    path,
+                    None,
+                    f"this folder is not a skill: {bad_name} (a skill folder is named like its "
+                    "skill: lowercase letters, digits and single hyphens)",
+                )
             continue
         if entry.is_symlink():
             target = _resolve(path)
@@ -602,10 +723,29 @@ def _render_skill(skill: ParsedSkill) -> str:
 
 
 def render_module(skills: list[ParsedSkill]) -> GeneratedModule:
-    """The generated module's text for validated skills (sorted by name)."""
+    """The generated module's text for validated skills (sorted by name).
+
+    Raises :class:`~pai.skills.SkillSourceError` if a skill holds text that cannot be written
+    as UTF-8 (validation reports each such value with its line first; this is the backstop).
+    """
     ordered = sorted(skills, key=lambda s: s.name)
     names = tuple(skill.name for skill in ordered)
     chunks = {skill.name: _render_skill(skill) for skill in ordered}
+    unwritable: list[SkillProblem] = []
+    for name, chunk in chunks.items():
+        try:
+            chunk.encode("utf-8")
+        except UnicodeEncodeError as error:
+            unwritable.append(
+                SkillProblem(
+                    f"{name}/{SKILL_FILE}",
+                    None,
+                    f"holds {chunk[error.start : error.end]!r}, which cannot be written to the "
+                    "generated module as UTF-8; remove it from the skill",
+                )
+            )
+    if unwritable:
+        raise SkillSourceError(unwritable)
     literal = ", ".join(_literal(name) for name in names)
     text = "".join(
         [
