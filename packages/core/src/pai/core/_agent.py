@@ -60,6 +60,10 @@ class Agent:
     commands: Mapping[str, Command[Any, Any]]
     subagents: Mapping[str, Agent]
     max_steps: int
+    max_tool_calls_per_step: int
+    """Tool calls of one answer that run; the rest are refused as tool errors."""
+    max_parallel_tool_calls: int
+    """Tool calls of one step running at the same time."""
     tool_enabled: Mapping[str, EnabledFn[Any]]
     runtime_context: RuntimeContextFn | None
     requirements: Mapping[str, Requirement] = field(repr=False)
@@ -84,6 +88,8 @@ class Agent:
             commands=self.commands,
             subagents=self.subagents,
             max_steps=self.max_steps,
+            max_tool_calls_per_step=self.max_tool_calls_per_step,
+            max_parallel_tool_calls=self.max_parallel_tool_calls,
             runtime_context=self.runtime_context,
         )
 
@@ -116,6 +122,8 @@ def define_agent(
     subagents: Mapping[str, Agent] | None = None,
     max_steps: int = 20,
     runtime_context: RuntimeContextFn | None = None,
+    max_tool_calls_per_step: int = 64,
+    max_parallel_tool_calls: int = 8,
 ) -> Agent:
     """Define an agent; its capability requirements are inferred from what its operations declare.
 
@@ -138,6 +146,12 @@ def define_agent(
     :class:`~pai.core.RuntimeContextError` and the thread records the error and nothing else.
     A subagent uses its own ``runtime_context`` (``None`` without one).
 
+    One answer of the model cannot flood the runtime: of its tool calls, the first
+    ``max_tool_calls_per_step`` (64) are handled and each call past them gets an error result the
+    model sees (stored in the thread like any tool error) naming the cap; at most
+    ``max_parallel_tool_calls`` (8) of them run at the same time, the others waiting their turn
+    in the answer's order. ``max_steps`` bounds the steps of a run.
+
     Example::
 
         agent = define_agent(
@@ -158,6 +172,12 @@ def define_agent(
         raise DefinitionError(
             f"agent {name!r}: max_steps must be a positive int, got {max_steps!r}"
         )
+    for option, value in (
+        ("max_tool_calls_per_step", max_tool_calls_per_step),
+        ("max_parallel_tool_calls", max_parallel_tool_calls),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise DefinitionError(f"agent {name!r}: {option} must be a positive int, got {value!r}")
     if isinstance(model, type):  # a class passes the Protocol check (it has .request): catch it
         raise DefinitionError(
             f"agent {name!r}: model {model!r} is a class; pass an instance, "
@@ -235,6 +255,8 @@ def define_agent(
         commands=commands,
         subagents=subagents,
         max_steps=max_steps,
+        max_tool_calls_per_step=max_tool_calls_per_step,
+        max_parallel_tool_calls=max_parallel_tool_calls,
         tool_enabled=tool_enabled,
         runtime_context=runtime_context,
         requirements=requirements,

@@ -89,6 +89,8 @@ def resolve_models(
             commands=current.commands,
             subagents=subagents,
             max_steps=current.max_steps,
+            max_tool_calls_per_step=current.max_tool_calls_per_step,
+            max_parallel_tool_calls=current.max_parallel_tool_calls,
             runtime_context=current.runtime_context,
         )
 

@@ -393,6 +393,10 @@ class AgentLoop:
         agent = run.agent
         response = answer.message
         calls = response.tool_calls
+        refused: Sequence[ToolCall] = ()
+        if len(calls) > agent.max_tool_calls_per_step:
+            refused = calls[agent.max_tool_calls_per_step :]
+            calls = calls[: agent.max_tool_calls_per_step]
         external: list[ToolCall] = []
         runnable: list[ToolCall] = []
         for call in calls:
@@ -406,6 +410,8 @@ class AgentLoop:
             results = await self._run_parallel_tool_calls(run, offered, runnable)
         else:
             results = []
+        if refused:
+            results.extend(_over_the_cap(agent, call, len(response.tool_calls)) for call in refused)
         if run.emit is not None:
             for result in results:
                 await run.emit(ToolCallResult(cast("ToolResultMessage", result)))
@@ -424,7 +430,7 @@ class AgentLoop:
                 external,
                 run.usage,
             )
-        if not calls:
+        if not response.tool_calls:
             return RunResult(
                 run.thread.id, "completed", response.content, run.written, step, (), run.usage
             )
@@ -448,13 +454,17 @@ class AgentLoop:
         # Apart from complete(): the closure's cells would otherwise be made for every single
         # call too, and held while its tool runs.
         results: list[Message | None] = [None] * len(calls)
+        # At most max_parallel_tool_calls workers, each taking the next call in the answer's
+        # order when its last one is done (one iterator, shared: taking from it never waits).
+        pending = enumerate(calls)
 
-        async def one(index: int, call: ToolCall) -> None:
-            results[index] = await self._run_tool_call(run, offered, call)
+        async def worker() -> None:
+            for index, call in pending:
+                results[index] = await self._run_tool_call(run, offered, call)
 
         async with anyio.create_task_group() as tg:
-            for index, call in enumerate(calls):
-                tg.start_soon(one, index, call)
+            for _ in range(min(run.agent.max_parallel_tool_calls, len(calls))):
+                tg.start_soon(worker)
         return [r for r in results if r is not None]
 
     async def _run_tool_call(self, run: Run, offered: Offered, call: ToolCall) -> ToolResultMessage:
@@ -630,6 +640,17 @@ async def _streamed(
         return await collect_response(events, on_event=emit)
     finally:
         await aclose_if_closable(events)
+
+
+def _over_the_cap(agent: Agent, call: ToolCall, made: int) -> ToolResultMessage:
+    cap = agent.max_tool_calls_per_step
+    return _failed(
+        call,
+        f"Error: this answer made {made} tool calls and at most {cap} run in one step, so this "
+        f"call to {call.name!r} was not run. Call it again in a later step if it is still "
+        f"needed. (The app can raise the cap: define_agent(max_tool_calls_per_step=...), "
+        f"agent {agent.name!r}.)",
+    )
 
 
 def _failed(call: ToolCall, text: str) -> ToolResultMessage:
