@@ -161,6 +161,7 @@ async def test_the_kernel_refuses_a_workers_c_code_a_host_file(
         pytest.skip(f"no kernel confinement here: {isolation.reason}")
     assert isolation.reported
     assert isolation.landlock_abi >= 1
+    assert isolation.sockets  # the seccomp filter came with it
     lease = await provider._runtime.pool.lease(math.inf)  # pyright: ignore[reportPrivateUsage]
     assert lease is not None
     try:
@@ -214,3 +215,79 @@ async def test_printf_never_sets_the_process_environment_nor_calls_tzset(
     bash = Bash(env={"TZ": planted["zone"]})
     result = await bash.exec("printf '%(%Z %z)T\\n' 0; TZ=JST-9 printf '%(%Z)T\\n' 0")
     assert result.stdout == "UTC +0000\nJST\n", result.stderr
+
+
+CONFINED_PROBE = """
+import json, os, socket, sqlite3, sys, time
+from pai.sandbox_inmemory._confine import confine
+from pai.sandbox_inmemory._worker import host_file_opens
+roots = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})
+facts = confine(tuple(roots))
+seen = {"facts": facts}
+try:
+    open(sys.argv[1], "rb").read()
+    seen["open"] = "read"
+except OSError as error:
+    seen["open"] = error.errno
+seen["attach"] = host_file_opens(sys.argv[1])
+os.environ["TZ"] = sys.argv[2]
+time.tzset()  # glibc opens the planted zone file, unless the kernel refuses it
+seen["tz"] = time.strftime("%Z", time.localtime(0))
+for family, kind in ((socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM)):
+    try:
+        socket.socket(family, kind).close()
+        seen.setdefault("sockets", []).append("made")
+    except OSError as error:
+        seen.setdefault("sockets", []).append(error.errno)
+a, b = socket.socketpair()  # the worker's own event loop needs this one
+seen["socketpair"] = True
+print(json.dumps(seen))
+"""
+
+
+def test_the_kernel_confinement_alone_refuses_host_files_and_sockets(
+    planted: dict[str, str], tmp_path: Path
+) -> None:
+    """The kernel's layer without the audit hook: a process that applied the workers'
+    confinement cannot read a host file (Python, SQLite, glibc's TZ loader) nor make a
+    socket. The same probe in an unconfined process reads the file, so the test can fail."""
+    import errno
+    import json
+    import subprocess
+    import sys
+
+    from pai.sandbox_inmemory._confine import landlock_abi
+
+    database = tmp_path / "host.db"
+    with sqlite3.connect(database) as connection:
+        connection.execute("CREATE TABLE secret (x)")
+    connection.close()
+    if not landlock_abi()[0]:
+        pytest.skip(f"no Landlock here: {landlock_abi()[1]}")
+    env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run(
+        [sys.executable, "-c", CONFINED_PROBE, str(database), planted["zone"]],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    assert seen["facts"]["kernel"] == "landlock"
+    assert seen["open"] == errno.EACCES
+    assert seen["attach"] is False
+    assert seen["tz"] != MARKER
+    assert seen["sockets"] == [errno.EPERM, errno.EPERM]
+    assert seen["socketpair"] is True
+    unconfined = CONFINED_PROBE.replace("facts = confine(tuple(roots))", "facts = {}")
+    done = subprocess.run(
+        [sys.executable, "-c", unconfined, str(database), planted["zone"]],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    assert seen["open"] == "read"
+    assert seen["attach"] is True
+    assert seen["tz"] == MARKER

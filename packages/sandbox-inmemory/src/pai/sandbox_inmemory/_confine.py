@@ -6,8 +6,9 @@ kernel refuses the worker every file-system access except reading files and list
 under the Python installation, whatever code asks (the interpreter, or C code below the audit
 hook: glibc loading a time zone or a locale, SQLite opening a database), and, where the kernel's
 Landlock has them (ABI 4 and 6), TCP binds and connects, signals to processes outside the worker
-and connections to abstract Unix sockets. A Landlock domain cannot be lifted, only narrowed, and
-it is inherited by any child.
+and connections to abstract Unix sockets. A seccomp filter then makes ``socket(2)`` fail (UDP,
+raw and Unix-domain sockets, which Landlock does not cover). Neither can be lifted, only
+narrowed, and any child inherits both.
 
 Where the kernel has no Landlock (older than 5.13, not enabled in its ``lsm=`` list, blocked by
 a container's seccomp profile) or the architecture's system-call numbers are unknown here,
@@ -22,7 +23,7 @@ import platform
 import struct
 from typing import Any
 
-__all__ = ["confine", "landlock_abi"]
+__all__ = ["confine", "landlock_abi", "refuse_sockets"]
 
 # System-call numbers: the same on every architecture that uses the generic table (Linux 5.13+).
 _SYSCALLS: dict[str, tuple[int, int, int]] = dict.fromkeys(
@@ -63,6 +64,56 @@ def _syscall(libc: Any, number: int, *args: Any) -> int:
         error = ctypes.get_errno()
         raise OSError(error, os.strerror(error))
     return result
+
+
+# seccomp: (AUDIT_ARCH_*, the socket(2) system call's number) per architecture.
+_SECCOMP_ARCH: dict[str, tuple[int, int]] = {
+    "x86_64": (0xC000003E, 41),
+    "amd64": (0xC000003E, 41),
+    "aarch64": (0xC00000B7, 198),
+    "arm64": (0xC00000B7, 198),
+    "riscv64": (0xC00000F3, 198),
+}
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_X32_SYSCALL_BIT = 0x40000000
+
+
+def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def refuse_sockets() -> str:
+    """Install a seccomp filter under which ``socket(2)`` fails with ``EPERM`` (whatever code
+    asks: Landlock does not cover UDP, raw or Unix-domain sockets). Needs ``no_new_privs`` (set
+    by :func:`confine`). Returns ``""`` when installed, else why not."""
+    numbers = _SECCOMP_ARCH.get(platform.machine().lower())
+    if platform.system() != "Linux" or numbers is None:
+        return f"no seccomp filter for {platform.system()} {platform.machine()}"
+    import ctypes
+
+    arch, socket_nr = numbers
+    ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
+    allow, refuse = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    program = b"".join(
+        (
+            _bpf(ld_w_abs, 4),  # seccomp_data.arch
+            _bpf(jeq_k, arch, 0, 4),  # another calling convention (i386 on x86_64): refused
+            _bpf(ld_w_abs, 0),  # seccomp_data.nr
+            _bpf(jge_k, _X32_SYSCALL_BIT, 2, 0),  # x32 system calls: refused
+            _bpf(jeq_k, socket_nr, 1, 0),
+            _bpf(ret_k, allow),
+            _bpf(ret_k, refuse),
+        )
+    )
+    filters = ctypes.create_string_buffer(program)
+    fprog = ctypes.create_string_buffer(
+        struct.pack("<HxxxxxxQ", len(program) // 8, ctypes.addressof(filters))
+    )
+    libc = _libc()
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:
+        return f"seccomp: {os.strerror(ctypes.get_errno())}"
+    return ""
 
 
 def landlock_abi() -> tuple[int, str]:
@@ -129,4 +180,5 @@ def confine(readable_roots: tuple[str, ...]) -> dict[str, object]:
         "abi": abi,
         "network": bool(handled_net),
         "signals": bool(scoped),
+        "sockets": not refuse_sockets(),
     }

@@ -30,7 +30,10 @@ class Isolation:
     signals: bool
     """Whether the kernel also refuses signals and abstract Unix sockets to processes outside
     the worker (Landlock ABI 6 and later)."""
-    reason: str
+    sockets: bool = False
+    """Whether a seccomp filter makes ``socket(2)`` fail in a worker (UDP, raw and Unix-domain
+    sockets included, which Landlock does not cover)."""
+    reason: str = ""
     """A sentence saying what holds, or why there is no kernel confinement."""
     reported: bool = True
     """``False`` before any worker started: the kernel was probed from this process instead."""
@@ -42,8 +45,10 @@ def isolation_from_report(report: object, *, reported: bool = True) -> Isolation
     abi = int(facts.get("abi") or 0)
     if facts.get("kernel") == "landlock" and (facts.get("verified") or not reported):
         network, signals = bool(facts.get("network")), bool(facts.get("signals"))
+        sockets = bool(facts.get("sockets"))
         also = [
-            *(["TCP binds and connects"] if network else []),
+            *(["any socket (seccomp)"] if sockets else []),
+            *(["TCP binds and connects"] if network and not sockets else []),
             *(["signals and abstract Unix sockets to other processes"] if signals else []),
         ]
         return Isolation(
@@ -51,6 +56,7 @@ def isolation_from_report(report: object, *, reported: bool = True) -> Isolation
             landlock_abi=abi,
             network=network,
             signals=signals,
+            sockets=sockets,
             reason=(
                 f"Landlock ABI {abi}: the kernel lets workers only read files under the Python "
                 "installation" + (f", and refuses them {' and '.join(also)}" if also else "")
@@ -82,6 +88,7 @@ def expected_isolation() -> Isolation:
             "abi": abi,
             "network": abi >= 4,
             "signals": abi >= 6,
+            "sockets": True,
         }
     else:
         facts = {"kernel": None, "reason": reason}
