@@ -113,6 +113,7 @@ _SESSION_LINE = 256
 #: the call stops waiting for the command's output stream.
 _KILL_SECONDS = 0.6
 _RETURN_SECONDS = 0.9
+_CANCEL_SECONDS = 5.0
 #: A longest possible list_dir line beyond the folder's own path: type, size, '/', a name.
 _LIST_LINE = 320
 
@@ -678,8 +679,12 @@ class DockerSandboxInstance:
         call returns within its timeout plus one second), cutting the output stream if
         something still holds it.
         """
-        if deadline is None:
-            deadline = anyio.current_time()
+        now = anyio.current_time()
+        # Without a deadline (the call was cancelled, or failed): as long as a healthy kill takes
+        # on a busy machine, before the container itself is killed.
+        kill_at = now + _CANCEL_SECONDS if deadline is None else deadline + _KILL_SECONDS
+        return_at = now + _CANCEL_SECONDS if deadline is None else deadline + _RETURN_SECONDS
+        checked = gone = False
         if not done.is_set():
             script = [
                 "sh",
@@ -690,9 +695,8 @@ class DockerSandboxInstance:
                 f"{RUN_MARKER}={marker}",
                 session.started,
             ]
-            kill_by = time.monotonic() + max(0.1, deadline + _KILL_SECONDS - anyio.current_time())
+            kill_by = time.monotonic() + max(0.1, kill_at - anyio.current_time())
             killed = False
-            gone = False
             try:
                 code, _, _ = await self._aux(
                     lambda: self._call_sync(
@@ -712,12 +716,15 @@ class DockerSandboxInstance:
             except SandboxProviderError as error:
                 _log.debug("killing a timed-out command failed: %s", error)
             if not killed and not gone and holder.exec_id and not done.is_set():
+                checked = True
                 await self._kill_container_if_running(holder.exec_id, notes)
-        limit = max(0.05, deadline + _RETURN_SECONDS - anyio.current_time())
-        with anyio.move_on_after(limit):
+        with anyio.move_on_after(max(0.05, return_at - anyio.current_time())):
             await done.wait()
         if not done.is_set():
             holder.abort()  # something escaped with our output pipe; stop reading it
+            if not checked and not gone and holder.exec_id:
+                # The kill said it worked, yet the command itself still runs: it lied.
+                await self._kill_container_if_running(holder.exec_id, notes)
 
     async def _kill_container_if_running(self, exec_id: str, notes: list[bytes]) -> None:
         """The kill inside the container did not work: if the engine still runs the command's
