@@ -9,8 +9,11 @@ Hardened defaults (each can be loosened by an argument, see :class:`DockerSandbo
   or provider if a workload truly needs a capability.
 - ``pids_limit=256`` (fork bombs stop there) and ``memory="512m"``; pass ``None`` to lift them.
 - ``init=True``: Docker's init (tini) is PID 1 and reaps zombies.
-- ``user``: the user commands run as (``"1000:1000"``, a name from the image, or ``None`` for the
-  image's ``USER``). ``/workspace`` and written files are owned by that user.
+- ``user="1000:1000"``: commands run unprivileged and cannot replace the image's programs;
+  ``"root"`` opts back into root, ``None`` is the image's ``USER``. ``/workspace`` and written
+  files are owned by that user.
+- ``max_concurrent_commands=8`` commands of one sandbox at once (a host thread each), file helpers
+  bounded by ``helper_timeout`` and their output, ``list_dir`` by ``list_limit`` entries.
 """
 
 from __future__ import annotations
@@ -82,8 +85,13 @@ class DockerSandboxProvider:
     - ``pids_limit=256``, ``memory="512m"``; ``None`` lifts the limit. ``cpus`` (e.g. ``1.5``)
       limits CPU time; ``None`` (the default) does not.
     - ``init=True`` (tini as PID 1 reaps zombies; always on).
-    - ``user``: who commands run as (``"1000:1000"``, a user of the image, or ``None`` for the
-      image's ``USER``).
+    - ``user="1000:1000"``: who commands run as (``"root"`` opts back into root, ``None`` is
+      the image's ``USER``); the workspace is made and owned through the engine.
+    - ``max_concurrent_commands=8``: commands of one sandbox running at once, each holding one
+      host thread; more wait for a slot, their timeout counting.
+    - ``list_limit=10_000``: entries ``list_dir`` returns at most.
+    - ``helper_timeout=30``: seconds a file operation's helper in the sandbox may take; with an
+      output bound, so a sandbox that replaced its ``/bin/sh`` cannot hang or flood the host.
     - ``runtime``: the engine's OCI runtime; ``"runsc"`` runs commands under gVisor's user-space
       kernel (registered with ``--file-access=shared``, see the README). ``None``: the default.
     - ``disk`` (e.g. ``"2g"``): a size limit of the writable layer, where the storage driver has
