@@ -123,6 +123,15 @@ async def test_a_redirect_to_the_same_server_is_refused_too(
     assert len(openai_server.hits) == 1
 
 
+async def test_a_redirect_is_not_retried(openai_server: OpenAITestServer) -> None:
+    # Retries on: a connection error would be tried again, a redirect is refused every time.
+    openai_server.add(redirect_answer(307, "/v1/elsewhere"), text_answer("never"))
+    async with OpenAIModel("m", base_url=openai_server.base_url, api_key="k") as model:
+        with pytest.raises(ModelRedirectError):
+            await model.request(ask())
+    assert len(openai_server.hits) == 1
+
+
 async def test_a_redirect_is_recorded_in_the_thread_as_a_redirect(
     openai_server: OpenAITestServer, model: OpenAIModel, elsewhere: OpenAITestServer
 ) -> None:

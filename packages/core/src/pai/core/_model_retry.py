@@ -110,6 +110,9 @@ def _fraction(value: float) -> bool:
 
 
 async def _pause(policy: RetryPolicy, attempt: int, error: RetryableModelError) -> bool:
+    # A subclass may know that this failure never passes (a redirect is refused every time).
+    if not error.retryable:
+        return False
     delay = policy.delay(attempt, error)
     if delay is None:
         return False

@@ -75,8 +75,10 @@ class ModelRedirectError(ModelConnectionError):
     """The model server answered with a redirect, which is never followed.
 
     ``url`` is the URL asked and ``location`` where the server pointed (both masked: no
-    userinfo, no query values). Retried like any connection error, always to ``base_url``.
+    userinfo, no query values). Never retried: the server answers the same way again.
     """
+
+    retryable = False
 
     def __init__(self, message: str, *, model: str, status_code: int, url: str, location: str):
         super().__init__(message, model=model, status_code=status_code)
