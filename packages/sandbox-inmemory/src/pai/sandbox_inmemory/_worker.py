@@ -13,13 +13,14 @@ Before it says it is ready, the worker closes itself off from the host, in this 
    the host's variables are never visible, and the C library never looks up a time zone or a
    locale by a name a command chose; the shell's own variables live in the interpreter) and
    changes to ``/``;
-3. limits itself: address space to its measured size plus the memory budget plus a fixed
-   headroom (``RLIMIT_AS``), no file writes (``RLIMIT_FSIZE=0``), few descriptors
-   (``RLIMIT_NOFILE``), no child processes (``RLIMIT_NPROC=0`` where it applies), no core dumps;
-4. loads the C extensions whose shared libraries live outside the Python installation
+3. loads the C extensions whose shared libraries live outside the Python installation
    (``_hashlib``, ``_lzma``, ``_bz2``, ``zlib``, ...), then confines itself with the kernel where
    it can (``_confine.py``: a Landlock ruleset allowing only reads under the Python
-   installation, so that C code below the audit hook cannot open a host file either);
+   installation, and a seccomp filter refusing ``socket(2)``, so that C code below the audit
+   hook cannot open a host file or a socket either);
+4. limits itself: address space to its size after the above plus the memory budget plus a
+   fixed headroom (``RLIMIT_AS``), no file writes (``RLIMIT_FSIZE=0``), few descriptors
+   (``RLIMIT_NOFILE``), no child processes (``RLIMIT_NPROC=0`` where it applies), no core dumps;
 5. installs an audit hook (:func:`make_audit_hook`) that refuses opening any real file except
    read-only under the Python installation (lazy imports), and refuses processes, sockets, ctypes,
    ``sqlite3`` connections other than ``:memory:`` and extension loading, file-system changes,
