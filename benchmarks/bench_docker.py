@@ -16,7 +16,10 @@ docker SDK alone, on the same engine and image:
   files as one tar is shown for reference;
 - the cold first command: a new instance created by the provider and its first
   ``run_command("true")``, against raw ``containers.run(detach=True)`` of the same image (network
-  none, ``sleep infinity``) and one ``exec_run("true")`` (target: <= 1.2x).
+  none, ``sleep infinity``) and one ``exec_run("true")`` (target: <= 1.2x);
+- 100 concurrent ``run_command("true")`` on one sandbox: the wall clock, and how many host
+  threads and how much host memory (RSS) they add at their peak (target: threads within the
+  provider's ``max_concurrent_commands`` plus a few for kills and probes).
 
 Configurations are interleaved round by round so that machine noise hits them alike. Every
 container made here is removed at the end (namespace ``pai-bench`` for the provider's, a label for
@@ -31,6 +34,7 @@ import shlex
 import statistics
 import sys
 import tarfile
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -43,6 +47,7 @@ NAMESPACE = "pai-bench"
 RAW_LABEL = "pai.bench.raw"  # on the containers this script makes with the SDK alone
 RUN_ID = uuid.uuid4().hex[:8]
 FILES = 200
+CONCURRENT = 100
 
 Op = Callable[[], Awaitable[object]]
 
@@ -265,6 +270,56 @@ async def bench_cold(client: Any, manager: Any) -> None:
     )
 
 
+def _rss_bytes() -> int:
+    """This process's resident memory now (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+async def bench_concurrent(sandbox: Any, provider: Any) -> None:
+    """Host threads and memory while CONCURRENT commands run at once on one sandbox."""
+    await sandbox.run_command("true")
+    rounds: list[tuple[float, int, int]] = []
+    for _ in range(3):
+        threads_before, rss_before = threading.active_count(), _rss_bytes()
+        peak_threads, peak_rss = threads_before, rss_before
+
+        async def watch() -> None:
+            nonlocal peak_threads, peak_rss
+            while True:
+                peak_threads = max(peak_threads, threading.active_count())
+                peak_rss = max(peak_rss, _rss_bytes())
+                await anyio.sleep(0.005)
+
+        async def one() -> None:
+            result = await sandbox.run_command("true")
+            assert result.exit_code == 0, result
+
+        start = time.perf_counter()
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(watch)
+            async with anyio.create_task_group() as group:
+                for _ in range(CONCURRENT):
+                    group.start_soon(one)
+            outer.cancel_scope.cancel()
+        elapsed = time.perf_counter() - start
+        rounds.append((elapsed, peak_threads - threads_before, peak_rss - rss_before))
+    wall = statistics.median(r[0] for r in rounds)
+    threads = max(r[1] for r in rounds)
+    rss = max(r[2] for r in rounds)
+    limit = provider.max_concurrent_commands
+    print(f'{CONCURRENT} concurrent run_command("true") on one sandbox  (3 rounds)')
+    print(f"  wall clock (median)                                        {wall * 1e3:8.1f} ms")
+    print(f"  host threads added at the peak (max)                       {threads:8d}")
+    print(f"  host RSS growth at the peak (max)                          {rss / 2**20:8.1f} MiB")
+    target = limit + 2
+    verdict = "met" if threads <= target else "MISSED"
+    print(f"  target threads <= {target} (max_concurrent_commands={limit} + 2): {verdict}")
+
+
 async def main() -> None:
     client = _client()
     from pai.sandbox import create_sandbox, create_sandbox_session_manager
@@ -275,6 +330,7 @@ async def main() -> None:
     print(f"Docker engine {client.version().get('Version')}, image {IMAGE}, one run")
     try:
         await bench_warm(client, create_sandbox(manager.handle(f"warm-{RUN_ID}")), provider)
+        await bench_concurrent(create_sandbox(manager.handle(f"many-{RUN_ID}")), provider)
         await bench_cold(client, manager)
     finally:
         with anyio.CancelScope(shield=True):
