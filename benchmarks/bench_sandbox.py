@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from just_bash import Bash, InMemoryFs
@@ -200,7 +201,9 @@ def _threads() -> int:
     return 0
 
 
-async def _concurrent_cost(title: str, commands: list[Callable[[], Awaitable[object]]]) -> None:
+async def _concurrent_cost(
+    title: str, commands: list[Callable[[], Coroutine[Any, Any, object]]]
+) -> None:
     before_threads, before_rss = _threads(), _rss()
     peak_threads, peak_rss = before_threads, before_rss
     done = anyio.Event()

@@ -57,9 +57,20 @@ def calls(count: int) -> Any:
     return tool_calls(*[("probe", {})] * count, ids=[f"c{i}" for i in range(count)])
 
 
-async def run(probe: Probe, answer: Any, **caps: int) -> tuple[Any, list[Any], ScriptedModel]:
+async def run(
+    probe: Probe,
+    answer: Any,
+    *,
+    max_tool_calls_per_step: int = 64,
+    max_parallel_tool_calls: int = 8,
+) -> tuple[Any, list[Any], ScriptedModel]:
     model = ScriptedModel([answer, text("done")])
-    agent = define_agent(name="flooded", tools={"probe": probe.tool()}, **caps)
+    agent = define_agent(
+        name="flooded",
+        tools={"probe": probe.tool()},
+        max_tool_calls_per_step=max_tool_calls_per_step,
+        max_parallel_tool_calls=max_parallel_tool_calls,
+    )
     async with create_test_runtime(agent=agent, model=model) as runtime:
         thread = await runtime.admin(identity=None).create_thread()
         result = await thread.send("go")

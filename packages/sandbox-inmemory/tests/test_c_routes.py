@@ -162,7 +162,7 @@ async def test_the_kernel_refuses_a_workers_c_code_a_host_file(
     assert isolation.reported
     assert isolation.landlock_abi >= 1
     assert isolation.sockets  # the seccomp filter came with it
-    lease = await provider._runtime.pool.lease(math.inf)  # pyright: ignore[reportPrivateUsage]
+    lease = await provider._runtime.pool.lease(math.inf)
     assert lease is not None
     try:
         assert await lease.worker.probe(str(database)) is False
@@ -208,7 +208,7 @@ async def test_printf_never_sets_the_process_environment_nor_calls_tzset(
         if not args or args[0] in ("TZ", b"TZ"):
             raise AssertionError(f"the C library's time zone was touched: {args!r}")
 
-    _commands._zoned_printf(printf_module)  # pyright: ignore[reportPrivateUsage]
+    _commands._zoned_printf(printf_module)
     monkeypatch.setattr(os, "putenv", refused)
     monkeypatch.setattr(os, "unsetenv", refused)
     monkeypatch.setattr(time, "tzset", refused)  # called without arguments: always refused
