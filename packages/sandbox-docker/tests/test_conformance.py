@@ -14,6 +14,8 @@ from pai.sandbox_docker import DockerSandboxProvider, container_name
 
 class TestDockerConformance(SandboxProviderConformance):
     timeout_seconds = 1.0
+    # max_concurrent_commands (8) threads for commands, and a few for a kill or a probe.
+    max_command_threads = 8 + 2
 
     @pytest.fixture(autouse=True)
     def _engine(self, docker_client: Any, namespace: str, test_image: str) -> None:

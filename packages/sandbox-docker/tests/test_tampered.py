@@ -11,7 +11,6 @@ sandbox (or ``destroy``) needs.
 
 from __future__ import annotations
 
-import threading
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -225,40 +224,6 @@ async def test_commands_run_unprivileged_by_default_and_root_on_request(
             for key in ("plain", "root"):
                 await provider.destroy(key)
             await provider.aclose()
-
-
-async def test_a_hundred_and_twenty_commands_use_a_bounded_number_of_threads(
-    namespace: str, test_image: str
-) -> None:
-    provider = DockerSandboxProvider(test_image, namespace=namespace, max_concurrent_commands=8)
-    box = create_sandbox(create_sandbox_session_manager(provider=provider).handle("many"))
-    try:
-        await box.run_command("true")
-        before = threading.active_count()
-        peak = before
-        results: dict[int, str] = {}
-
-        async def one(i: int) -> None:
-            results[i] = (await box.run_command(f"sleep 0.2; echo {i}")).stdout
-
-        async def watch() -> None:
-            nonlocal peak
-            while True:
-                peak = max(peak, threading.active_count())
-                await anyio.sleep(0.005)
-
-        async with anyio.create_task_group() as outer:
-            outer.start_soon(watch)
-            async with anyio.create_task_group() as group:
-                for i in range(120):
-                    group.start_soon(one, i)
-            outer.cancel_scope.cancel()
-        assert results == {i: f"{i}\n" for i in range(120)}
-        # 8 command threads, and a few for the rest (a kill, a probe).
-        assert peak - before <= 8 + 2, f"{peak - before} threads more for 120 commands"
-    finally:
-        await provider.destroy("many")
-        await provider.aclose()
 
 
 async def test_a_command_waiting_for_a_slot_times_out_in_time_and_never_runs(
