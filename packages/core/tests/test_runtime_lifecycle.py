@@ -684,6 +684,68 @@ async def test_a_failing_dispose_is_routed_to_on_runtime_error_and_the_delete_su
     assert await runtime.admin(identity=ANN).list_threads() == ()
 
 
+class AwaitedLater:
+    """An awaitable that is neither a coroutine nor None: the result of a hook returning, say, a
+    future. Records that it was awaited."""
+
+    def __init__(self, seen: list[str], what: str) -> None:
+        self.seen, self.what = seen, what
+
+    def __await__(self) -> Any:
+        self.seen.append(f"{self.what} awaited")
+        yield from ()
+
+
+def hook(kind: str, what: str, seen: list[str]) -> Callable[..., object]:
+    """A dispose or close hook of one kind, recording its call in ``seen``."""
+    if kind == "async def":
+
+        async def hook_async(*_: object) -> None:
+            seen.append(f"{what} ran")
+
+        return hook_async
+
+    def hook_sync(*_: object) -> object:
+        seen.append(f"{what} ran")
+        returns: dict[str, object] = {
+            "returns None": None,
+            "returns a value": [what],  # dispose=lambda input: pages.pop(input.key, None)
+            "returns False": False,
+            "returns an awaitable": AwaitedLater(seen, what),
+        }
+        return returns[kind]
+
+    return hook_sync
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["returns None", "returns a value", "returns False", "async def", "returns an awaitable"],
+)
+async def test_dispose_and_close_hooks_await_only_what_is_awaitable(kind: str) -> None:
+    seen: list[str] = []
+    events = Events()
+    binding = create_capability_binding(
+        capability=box,
+        acquire=lambda input: Box(),
+        dispose=hook(kind, "dispose", seen),
+        close=hook(kind, "close", seen),
+    )
+    runtime = build_runtime(
+        build_agent(commands={"use": use_command(box)}),
+        on_runtime_error=events,
+        extra={"box": binding},
+    )
+    thread = await new_thread(runtime)
+
+    await thread.delete()
+    await runtime.aclose()
+
+    assert events.received == []
+    awaited = ["dispose awaited", "close awaited"] if kind == "returns an awaitable" else []
+    assert sorted(seen) == sorted(["dispose ran", "close ran", *awaited])
+
+
 async def test_deleting_a_thread_of_another_scope_is_not_found_and_disposes_nothing() -> None:
     boxes = RecordingBinding(box)
     runtime = build_runtime(build_agent(commands={"use": use_command(box)}), boxes)

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeAlias, TypeVar, final
 
+from pai.core._awaitables import maybe_await
 from pai.core._capability import Capability
 from pai.core._errors import DefinitionError
 from pai.core._scope import SCOPE_KINDS, CapabilityScope, ScopeKind, is_scope
@@ -49,8 +50,11 @@ class DisposeInput:
 
 
 AcquireFn: TypeAlias = Callable[[AcquireInput], "F_co | Awaitable[F_co]"]
-DisposeFn: TypeAlias = Callable[[DisposeInput], Awaitable[None] | None]
-CloseFn: TypeAlias = Callable[[], Awaitable[None] | None]
+DisposeFn: TypeAlias = Callable[[DisposeInput], object]
+"""A ``dispose`` hook: a plain function or an ``async def``. What it returns is awaited when it
+is awaitable and ignored otherwise (``lambda input: pages.pop(input.key, None)`` is fine)."""
+CloseFn: TypeAlias = Callable[[], object]
+"""A ``close`` hook, called like :data:`DisposeFn`: its result awaited only when awaitable."""
 
 
 @final
@@ -101,16 +105,16 @@ class CapabilityBinding(Generic[F_co]):
     async def dispose(self, input: DisposeInput) -> None:
         """Destroy the instance behind ``input.key``; a no-op for bindings without a dispose hook."""
         if self._dispose is not None:
-            result = self._dispose(input)
-            if result is not None:
-                await result
+            pending = maybe_await(self._dispose(input))
+            if pending is not None:
+                await pending
 
     async def close(self) -> None:
         """Release local resources (clients, pools). Never destroys durable state."""
         if self._close is not None:
-            result = self._close()
-            if result is not None:
-                await result
+            pending = maybe_await(self._close())
+            if pending is not None:
+                await pending
 
     def __repr__(self) -> str:
         scope = self._scope if isinstance(self._scope, str) else "custom"
@@ -130,7 +134,9 @@ def create_capability_binding(
     ``acquire`` maps an instance key to a facade; it runs once per operation, so return a lazy
     facade and provision the resource on first use. ``dispose`` destroys one key's instance when the
     thread owning it is deleted; ``close`` releases local resources at runtime shutdown. Each may be
-    sync or async.
+    a plain function or an ``async def``; what a hook returns is awaited only when it is
+    awaitable, so a plain function may return anything (``dispose=lambda input:
+    pages.pop(input.key, None)``).
 
     Example::
 
