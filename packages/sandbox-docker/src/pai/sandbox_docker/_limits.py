@@ -28,7 +28,7 @@ class LoopLimiter:
     __slots__ = ("_by_loop", "_lock", "tokens")
 
     def __init__(self, tokens: int) -> None:
-        self.tokens = tokens
+        self.tokens: int = tokens
         self._by_loop: weakref.WeakKeyDictionary[object, anyio.CapacityLimiter] = (
             weakref.WeakKeyDictionary()
         )
