@@ -530,14 +530,20 @@ class DockerSandboxInstance:
                 if isinstance(error, SandboxProviderError) and (await self._cut_off())[0]:
                     if self._limits.container_kills == kills_before:
                         return None
-                    # Stopped by this provider's own kill (another command's timeout kill
-                    # failed inside the sandbox): not run again.
-                    raise SandboxProviderError(
-                        f"a command in the Docker sandbox {self._key!r} was ended when the "
-                        "provider killed the container after a timeout kill inside it failed "
-                        "(its /bin/sh or kill may have been replaced); it was not run again"
-                    ) from None
-            raise error
+                    if not timed_out:
+                        # Stopped by this provider's own kill (another command's timeout kill
+                        # failed inside the sandbox): not run again.
+                        raise SandboxProviderError(
+                            f"a command in the Docker sandbox {self._key!r} was ended when the "
+                            "provider killed the container after a timeout kill inside it "
+                            "failed (its /bin/sh or kill may have been replaced); it was not "
+                            "run again"
+                        ) from None
+                    # This command's own timeout needed the container kill: it timed out.
+                else:
+                    raise error
+            else:
+                raise error
         exit_code = codes[0] if codes else -1
         if timed_out:
             exit_code = EXIT_TIMEOUT
