@@ -45,6 +45,7 @@ import pytest
 
 from pai.sandbox._errors import (
     SandboxDirectoryNotEmptyError,
+    SandboxError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
     SandboxFileTooLargeError,
@@ -887,8 +888,6 @@ class SandboxProviderConformance:
     async def test_a_sandbox_that_replaced_its_shell_still_times_out_and_answers_in_bounded_time(
         self, provider: SandboxProvider
     ) -> None:
-        from pai.sandbox._errors import SandboxError
-
         sandbox = await self.provisioned(provider)
         await sandbox.write_file("kept.txt", "kept")
         # First a harmless probe: a sandbox whose /bin is the host's must never get further.
