@@ -33,13 +33,12 @@ def chat_command(agent: str | None, model_name: str | None, thread_id: str | Non
 
     from pai.core._assembly import create_agent_runtime
     from pai.core._chat import chat, chat_agent_from_config, load_agent, no_agent_message
-    from pai.core._config import load_config
     from pai.core._model import aclose_if_closable
     from pai.core._model_config import resolve_model
     from pai.core._plugins import get_plugins
-    from pai.core.cli import fail, note, stdin_is_terminal
+    from pai.core.cli import fail, load_checked_config, note, stdin_is_terminal
 
-    config = load_config()
+    config = load_checked_config()
     configured = chat_agent_from_config(config)  # checks [chat] even when an argument wins
     if agent is not None:
         target = load_agent(agent)

@@ -51,6 +51,18 @@ every generator is ``pai generate <name>`` (pai-skills adds ``pai generate skill
 The helpers here are for such commands: :func:`echo_table`, :func:`echo_json`, :func:`note`,
 :func:`warn`, :func:`stdout_is_terminal`, :data:`json_option`. Rich is imported only when a table
 goes to a terminal, so ``pai ... | cat`` and ``--json`` never pay for it.
+
+A command that reads the configuration gets it from :func:`load_checked_config`, as every core
+command does: it applies the same static checks as ``pai config --check`` (tables, capability
+ids, the storage URL, every configured capability's options, ``[model]``), so a misspelt table
+is an error, never a silent default::
+
+    from pai.core.cli import load_checked_config
+
+    @click.command("vaults")
+    def vaults() -> None:
+        config = load_checked_config()  # a PaiError (one line, exit 2) on a mistake
+        section = config.capability("acme.vault")
 """
 
 from __future__ import annotations
@@ -66,6 +78,7 @@ from pai.core._cli_chat import chat_command
 from pai.core._errors import PaiError
 
 if TYPE_CHECKING:
+    from pai.core._config import PaiConfig
     from pai.core._plugins import Plugins
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -296,41 +309,20 @@ def _defaults(config: Any, registrations: Mapping[str, Any]) -> list[dict[str, A
     return rows
 
 
-def _check(config: Any) -> None:
-    """Validate the configuration as a runtime would: tables, ids, storage, every binding, the
-    model, and the agent ``[chat]`` names (imported)."""
-    import anyio
+def load_checked_config() -> PaiConfig:
+    """The configuration (:func:`~pai.core.load_config`), checked as every core command checks it.
 
-    from pai.core._agent import Requirement
-    from pai.core._chat import configured_agent
-    from pai.core._config import check_capability_ids
-    from pai.core._config_binding import bindings_from_config
-    from pai.core._model import aclose_if_closable
-    from pai.core._model_config import check_model_config
-    from pai.core._plugins import get_plugins
-    from pai.core._storage_config import storage_from_config
+    Runs the static checks (tables, capability ids, the storage URL, every configured
+    capability's options, ``[model]``; no user code is imported and nothing is connected to) and
+    raises the first problem as a :class:`~pai.core.PaiError`, which a :class:`PaiGroup` command
+    reports as one line. Call it from a synchronous command, before any event loop runs.
+    """
+    from pai.core._config import load_config
+    from pai.core._config_check import check_static
 
-    plugins = get_plugins()
-    registrations = plugins.capabilities()
-    check_capability_ids(config, registrations)
-    configured_agent(config)  # before anything is opened: it imports the user's module
-    storage = storage_from_config(config, plugins=plugins)
-    configured = {
-        cap_id: Requirement(registration.capability, ())  # configured, not declared
-        for cap_id, registration in registrations.items()
-        if config.capability(cap_id) is not None
-    }
-    bindings = bindings_from_config(configured, config=config, plugins=plugins)
-    model = check_model_config(config, plugins=plugins)
-
-    async def release() -> None:
-        for binding in bindings.values():
-            await binding.close()
-        if storage is not None:
-            await storage.aclose()
-        await aclose_if_closable(model)
-
-    anyio.run(release)
+    config = load_config()
+    check_static(config)
+    return config
 
 
 @click.command("config")
@@ -353,11 +345,14 @@ def config_command(check: bool, as_json: bool) -> None:
     from pathlib import Path
 
     from pai.core._config import load_config
+    from pai.core._config_check import check_config
     from pai.core._plugins import get_plugins
 
-    config = load_config()
     if check:
-        _check(config)
+        config = load_config()
+        check_config(config)
+    else:
+        config = load_checked_config()
     files = [str(path) for path in config.files]
     values = [
         {"key": key, "value": value, "source": source} for key, value, source in config.flat()
@@ -514,6 +509,7 @@ __all__ = [
     "fail",
     "generate_group",
     "json_option",
+    "load_checked_config",
     "main",
     "note",
     "plugins_command",

@@ -1,0 +1,76 @@
+"""Checking a configuration as a runtime would read it: one function for every command.
+
+Two levels:
+
+* :func:`check_static`: what can be checked from the configuration and the installed packages
+  alone, importing no user code and opening no connection: the tables, the capability ids, the
+  storage URL, the options of every configured capability, and ``[model]`` (the model is built,
+  so a missing API key shows, and closed again). Every command that reads configuration runs it
+  (through :func:`pai.core.cli.load_checked_config`), so a misspelt table stops the command
+  instead of letting it run on a default.
+* :func:`check_config`: the static checks and the rest ``pai config --check`` does: the agent
+  ``[chat]`` names (its module is imported).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pai.core._binding import CapabilityBinding
+    from pai.core._config import PaiConfig
+    from pai.core._model import Model
+    from pai.core._plugins import Plugins
+
+
+def check_static(config: PaiConfig, *, plugins: Plugins | None = None) -> None:
+    """Raise a :class:`~pai.core.PaiError` for the first problem of ``config`` that needs no user
+    code and no network: capability ids, storage URL, every configured capability's options,
+    ``[model]``. What it builds to check (storage, bindings, the model) is closed before it
+    returns. Call it outside a running event loop."""
+    import anyio
+
+    from pai.core._agent import Requirement
+    from pai.core._config import check_capability_ids
+    from pai.core._config_binding import bindings_from_config
+    from pai.core._model import aclose_if_closable
+    from pai.core._model_config import check_model_config
+    from pai.core._plugins import get_plugins
+    from pai.core._storage_config import storage_from_config
+
+    plugins = plugins if plugins is not None else get_plugins()
+    registrations = plugins.capabilities()
+    check_capability_ids(config, registrations)
+    storage = storage_from_config(config, plugins=plugins)
+    bindings: dict[str, CapabilityBinding[object]] = {}
+    model: Model | None = None
+    try:
+        configured = {
+            cap_id: Requirement(registration.capability, ())  # configured, not declared
+            for cap_id, registration in registrations.items()
+            if config.capability(cap_id) is not None
+        }
+        bindings = bindings_from_config(configured, config=config, plugins=plugins)
+        model = check_model_config(config, plugins=plugins)
+    finally:
+
+        async def release() -> None:
+            for binding in bindings.values():
+                await binding.close()
+            if storage is not None:
+                await storage.aclose()
+            await aclose_if_closable(model)
+
+        anyio.run(release)
+
+
+def check_config(config: PaiConfig, *, plugins: Plugins | None = None) -> None:
+    """Everything ``pai config --check`` validates: :func:`check_static`, then the agent
+    ``[chat]`` names (imported). Raises a :class:`~pai.core.PaiError` for the first problem."""
+    from pai.core._chat import configured_agent
+
+    check_static(config, plugins=plugins)
+    configured_agent(config)  # imports the user's module: after the static checks
+
+
+__all__ = ["check_config", "check_static"]

@@ -1,0 +1,107 @@
+"""One check of the configuration for every command: ``load_checked_config`` and
+``pai config --check``, through the real CLI (click's runner) and the installed plugins."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from pai.core import ConfigError, PaiError
+from pai.core.cli import create_cli, load_checked_config
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fresh_plugins: None) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+
+
+def invoke(*args: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(create_cli(), list(args), input=stdin, catch_exceptions=False)
+
+
+MISTAKES = [
+    ('[capabilities.sandbx]\nprovider = "docker"\n', "[capabilities.sandbx]"),
+    ('[storage]\nurl = "sqlit:///x.db"\n', "did you mean sqlite://?"),
+    ('[model]\nprovider = "openai"\n', "[model]"),
+    ('[capabilities.sandbox]\nscop = "thread"\n', "scop"),
+]
+MISTAKE_IDS = ["capability-id", "storage-scheme", "model-half", "capability-option"]
+
+
+@pytest.mark.parametrize(("content", "expected"), MISTAKES, ids=MISTAKE_IDS)
+def test_load_checked_config_raises_what_config_check_reports(content: str, expected: str) -> None:
+    Path("pai.toml").write_text(content)
+
+    with pytest.raises(PaiError) as raised:
+        load_checked_config()
+
+    assert expected in str(raised.value)
+    check = invoke("config", "--check")
+    assert check.exit_code == 2
+    assert str(raised.value) in check.stderr
+
+
+@pytest.mark.parametrize(("content", "expected"), MISTAKES, ids=MISTAKE_IDS)
+def test_pai_config_without_check_refuses_the_same_mistakes(content: str, expected: str) -> None:
+    Path("pai.toml").write_text(content)
+
+    result = invoke("config")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert expected in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_pai_chat_refuses_a_misspelt_capability_table_before_anything_runs() -> None:
+    Path("pai.toml").write_text(
+        '[capabilities.sandbx]\nprovider = "docker"\n\n[chat]\nagent = "nowhere_at_all:agent"\n'
+    )
+
+    result = invoke("chat", stdin="hello\n")
+
+    assert result.exit_code == 2
+    assert "[capabilities.sandbx]" in result.stderr
+    assert "did you mean 'sandbox'?" in result.stderr
+    assert "nowhere_at_all" not in result.stderr  # the static checks came first
+    assert "using the embedded" not in result.output
+
+
+def test_load_checked_config_imports_no_user_code(tmp_path: Path) -> None:
+    module = tmp_path / "work" / "pai_check_probe_app.py"
+    module.write_text("raise RuntimeError('imported')\n")
+    Path("pai.toml").write_text('[chat]\nagent = "pai_check_probe_app:agent"\n')
+    sys.path.insert(0, str(module.parent))
+    try:
+        config = load_checked_config()
+        assert "pai_check_probe_app" not in sys.modules
+        result = invoke("config", "--check")
+    finally:
+        sys.path.remove(str(module.parent))
+        sys.modules.pop("pai_check_probe_app", None)
+
+    assert config.data["chat"] == {"agent": "pai_check_probe_app:agent"}
+    assert result.exit_code == 2  # --check does import it, and reports the failure
+    assert "pai_check_probe_app" in result.stderr
+
+
+def test_load_checked_config_passes_a_valid_configuration() -> None:
+    Path("pai.toml").write_text(
+        '[storage]\nurl = "memory://"\n\n[capabilities.sandbox]\nprovider = "inmemory"\n'
+    )
+
+    config = load_checked_config()
+
+    assert config.capability("sandbox") == {"provider": "inmemory"}
+
+
+def test_a_config_error_is_a_pai_error() -> None:
+    Path("pai.toml").write_text("[capabilites]\n")
+
+    with pytest.raises(ConfigError, match="did you mean 'capabilities'"):
+        load_checked_config()
