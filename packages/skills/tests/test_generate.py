@@ -486,6 +486,60 @@ def test_pai_requires_accepts_only_sandbox_reported_at_its_line(tmp_path: Path) 
     ]
 
 
+@pytest.mark.parametrize(
+    "key",
+    ["pai-require", "pai_requires", "pai-requries", "PAI-Requires", "pairequires", "pai-required"],
+)
+def test_a_misspelt_pai_requires_is_an_error_with_a_suggestion(tmp_path: Path, key: str) -> None:
+    write_skill(
+        tmp_path,
+        "skill",
+        f"---\nname: skill\ndescription: d\nmetadata:\n  owner: docs\n  {key}: sandbox\n---\n",
+    )
+
+    assert problems_of(tmp_path) == [
+        f"skill/SKILL.md:6: metadata key {key!r} looks like a misspelling of 'pai-requires', so "
+        "it would be ignored; did you mean 'pai-requires'? (write 'pai-requires: sandbox' for a "
+        "skill that needs a sandbox, or give your own field another name)"
+    ]
+
+
+def test_a_close_key_without_the_pai_prefix_is_an_error_only_when_it_says_sandbox(
+    tmp_path: Path,
+) -> None:
+    write_skill(
+        tmp_path,
+        "plain",
+        "---\nname: plain\ndescription: d\nmetadata:\n  requires: python3\n"
+        "  pai-version: '2'\n---\n",
+    )
+    write_skill(
+        tmp_path, "boxed", "---\nname: boxed\ndescription: d\nmetadata:\n  requires: sandbox\n---\n"
+    )
+
+    assert problems_of(tmp_path) == [
+        "boxed/SKILL.md:5: metadata key 'requires' looks like a misspelling of 'pai-requires', "
+        "so it would be ignored; did you mean 'pai-requires'? (write 'pai-requires: sandbox' "
+        "for a skill that needs a sandbox, or give your own field another name)"
+    ]
+    (tmp_path / "boxed" / "SKILL.md").write_text(
+        "---\nname: boxed\ndescription: d\nmetadata:\n  pai-requires: sandbox\n---\n"
+    )
+    module = generate_module(tmp_path)
+    assert module.names == ("boxed", "plain")
+    assert '"requires": "python3"' in module.chunks["plain"]
+    assert "requires_sandbox=True" in module.chunks["boxed"]
+
+
+def test_pai_requires_at_the_top_level_says_it_goes_under_metadata(tmp_path: Path) -> None:
+    write_skill(tmp_path, "skill", "---\nname: skill\ndescription: d\npai-requires: sandbox\n---\n")
+
+    assert problems_of(tmp_path) == [
+        "skill/SKILL.md:4: unknown frontmatter key 'pai-requires': 'pai-requires' goes under "
+        "metadata, indented ('metadata:' then '  pai-requires: sandbox')"
+    ]
+
+
 def test_allowed_tools_is_a_string_or_a_list_of_strings(tmp_path: Path) -> None:
     write_skill(tmp_path, "skill", "---\nname: skill\ndescription: d\nallowed-tools: [1, 2]\n---\n")
 

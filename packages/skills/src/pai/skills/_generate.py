@@ -463,6 +463,24 @@ def _allowed_tools(
     return None
 
 
+_REQUIRES_FOLDED = "pairequires"
+
+
+def _looks_like_requires(key: str, value: str) -> bool:
+    """Whether a ``metadata`` key other than ``pai-requires`` is most likely a misspelling of
+    it (``pai-require``, ``pai_requires``, ``PAI-Requires``, ``pai-requries``), which would
+    otherwise leave a sandbox skill silently without its sandbox. Case, hyphens, underscores,
+    dots and spaces are ignored; a close key without the ``pai`` prefix (``requires``) counts
+    only when its value is ``sandbox``, so an ordinary field of that name stays allowed."""
+    import difflib  # only for keys that are not pai-requires
+
+    folded = "".join(char for char in key.lower() if char not in "-_. ")
+    ratio = difflib.SequenceMatcher(None, folded, _REQUIRES_FOLDED).ratio()
+    if ratio >= 0.9:
+        return True
+    return ratio >= 0.8 and (folded.startswith("pai") or value.strip().lower() == "sandbox")
+
+
 def _validate(
     folder: str, values: dict[str, object], lines: dict[str, int], file: Path, problems: _Problems
 ) -> ParsedSkill | None:
@@ -474,6 +492,14 @@ def _validate(
     for key in values:
         if key not in KNOWN_KEYS:
             hint = did_you_mean(str(key), KNOWN_KEYS, before="; ", after="")
+            if key == REQUIRES_KEY or _looks_like_requires(str(key), str(values[key])):
+                problems.add(
+                    file,
+                    line_of(str(key)),
+                    f"unknown frontmatter key {_shown(key)}: {REQUIRES_KEY!r} goes under "
+                    f"metadata, indented ('metadata:' then '  {REQUIRES_KEY}: sandbox')",
+                )
+                continue
             problems.add(
                 file,
                 line_of(str(key)),
@@ -541,6 +567,16 @@ def _validate(
     metadata: dict[str, str] | None = {}
     if "metadata" in values:
         metadata = _metadata(values["metadata"], line_of("metadata"), lines, file, problems)
+    for key, value in (metadata or {}).items():
+        if key != REQUIRES_KEY and _looks_like_requires(key, value):
+            problems.add(
+                file,
+                lines.get(f"metadata.{key}", line_of("metadata")),
+                f"metadata key {_shown(key)} looks like a misspelling of {REQUIRES_KEY!r}, so "
+                f"it would be ignored{did_you_mean(key, (REQUIRES_KEY,), before='; ', after='')} "
+                f"(write '{REQUIRES_KEY}: sandbox' for a skill that needs a sandbox, or give your "
+                "own field another name)",
+            )
     requires = (metadata or {}).get(REQUIRES_KEY)
     if requires is not None and requires != "sandbox":
         problems.add(
