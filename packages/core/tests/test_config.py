@@ -312,6 +312,11 @@ def test_a_did_you_mean_hint_is_empty_when_nothing_is_close() -> None:
     assert did_you_mean("zzz", ["template"], before="; ") == ""
 
 
+def test_a_did_you_mean_hint_never_offers_back_the_word_typed() -> None:
+    assert did_you_mean("docker", ["docker", "inmemory"]) == ""
+    assert did_you_mean("docker", ["docker", "dockers"]) == "did you mean 'dockers'? "
+
+
 def test_a_misspelt_top_level_table_in_the_environment_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="PAI_STORGE__URL") as caught:
         load_config(tmp_path, environ={"PAI_STORGE__URL": "memory://"})

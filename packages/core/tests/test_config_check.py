@@ -105,3 +105,16 @@ def test_a_config_error_is_a_pai_error() -> None:
 
     with pytest.raises(ConfigError, match="did you mean 'capabilities'"):
         load_checked_config()
+
+
+def test_a_known_provider_that_is_not_installed_is_explained_not_offered_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-sandbox,pai-sandbox-inmemory")
+    Path("pai.toml").write_text('[capabilities.sandbox]\nprovider = "docker"\n')
+
+    result = invoke("config", "--check")
+
+    assert result.exit_code == 2
+    assert "pip install pai-sandbox-docker" in result.stderr
+    assert "did you mean" not in result.stderr

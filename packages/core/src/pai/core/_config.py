@@ -267,7 +267,8 @@ def did_you_mean(
     Every "did you mean" of pai-core is made here, in one shape, and plugins can use it for
     theirs: the hint ends in its question mark, and the caller's separators go around it
     (``before``, and ``after``, which by default is the space before the next clause), never a
-    full stop after it. ``show`` renders the choice.
+    full stop after it. ``show`` renders the choice. ``value`` itself is never suggested (a
+    choice that is known but not installed must be explained, not offered back).
 
     Example::
 
@@ -278,7 +279,7 @@ def did_you_mean(
     """
     import difflib  # only on error paths
 
-    close = difflib.get_close_matches(value, sorted(set(choices)), n=1)
+    close = difflib.get_close_matches(value, sorted(set(choices) - {value}), n=1)
     return f"{before}did you mean {show(close[0])}?{after}" if close else ""
 
 
