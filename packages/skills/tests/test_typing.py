@@ -35,7 +35,7 @@ def test_the_generated_module_and_the_typing_test_pass_pyright_strict() -> None:
     assert "0 errors" in result.stdout
 
 
-def test_pyright_reports_a_bool_variable_for_sandbox_and_a_name_that_is_no_skill(
+def test_pyright_reports_a_bool_for_sandbox_a_value_for_context_schema_and_a_wrong_name(
     tmp_path: Path,
 ) -> None:
     check = (HERE / "typing" / "check_skills.py").read_text(encoding="utf-8")
@@ -54,4 +54,7 @@ def test_pyright_reports_a_bool_variable_for_sandbox_and_a_name_that_is_no_skill
     assert result.returncode != 0
     assert '"bool" is not assignable to type "Literal[True]"' in result.stdout
     assert "\"Literal['no-such-skill']\" is not assignable to type" in result.stdout
-    assert "2 errors" in result.stdout
+    assert 'Argument of type "Plan" cannot be assigned to parameter "context_schema"' in (
+        result.stdout
+    )
+    assert "3 errors" in result.stdout

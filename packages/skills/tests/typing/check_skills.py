@@ -10,7 +10,7 @@ reporting one of those errors, the now-unneeded ignore would fail the check.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, assert_type
+from typing import Any, Literal, Optional, TypedDict, Union, assert_type
 
 from skills_golden.generated import SkillName, skills
 
@@ -72,6 +72,57 @@ def has_sandbox(input: SandboxInput[Plan]) -> bool:
 
 
 define_skills(skills=skills, context_schema=Plan, sandbox=has_sandbox)
+
+
+# context_schema takes any type: unions, Optional, dict[str, Any], TypedDicts (total or not).
+class PlanDict(TypedDict):
+    plan: Literal["enterprise", "starter"]
+
+
+class PartialPlan(TypedDict, total=False):
+    plan: Literal["enterprise", "starter"]
+
+
+class Account(TypedDict):
+    owner: str
+    plan: PlanDict
+
+
+assert_type(
+    define_skills(skills=skills, context_schema=Plan | None), Skills[SkillName, Plan | None]
+)
+assert_type(
+    define_skills(skills=skills, context_schema=Optional[Plan]),  # noqa: UP045
+    Skills[SkillName, Plan | None],
+)
+assert_type(
+    define_skills(skills=skills, context_schema=Union[Plan, PlanDict]),  # noqa: UP007
+    Skills[SkillName, Plan | PlanDict],
+)
+assert_type(
+    define_skills(skills=skills, context_schema=dict[str, Any]), Skills[SkillName, dict[str, Any]]
+)
+assert_type(
+    define_skills(skills=skills, context_schema=PartialPlan), Skills[SkillName, PartialPlan]
+)
+
+
+def account_plan(input: SkillAvailableInput[Account | None, SkillName]) -> bool:
+    context = input.runtime_context
+    return context is not None and context["plan"]["plan"] == "enterprise"
+
+
+accounts = define_skills(skills=skills, context_schema=Account | None, available=account_plan)
+assert_type(accounts, Skills[SkillName, Account | None])
+define_skills(
+    skills=skills,
+    context_schema=PartialPlan | None,
+    available=lambda input: (
+        input.runtime_context is not None and input.runtime_context.get("plan") == "enterprise"
+    ),
+)
+# A value is not a type.
+define_skills(skills=skills, context_schema=Plan("starter"))  # pyright: ignore[reportArgumentType]
 
 # Merging generated modules keeps each module's names.
 extra: tuple[SkillEntry[Literal["extra"]], ...] = (

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import inspect
 import posixpath
+import types
+import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias, cast, overload
 
 import anyio
+import typing_extensions
 from typing_extensions import TypeVar
+
+if TYPE_CHECKING:
+    # PEP 747: what a type checker accepts as a type (``Plan | None``, ``dict[str, Any]``, a
+    # TypedDict). Only for checkers, so any typing_extensions works at run time.
+    from typing_extensions import TypeForm
 
 from pai.core import Tool, ToolContext, ToolEnabledInput, ToolEntry, define_tool
 from pai.sandbox import (
@@ -111,6 +119,23 @@ async def _settle(value: object, what: str) -> bool:
             f"{what} must return a bool, got {value!r}; return True or False"
         )
     return value
+
+
+def _is_type_form(value: object) -> bool:
+    """Whether ``value`` is a type as annotations write it: a class (TypedDicts included),
+    ``X | None``, ``Optional[X]``, ``Union[...]``, ``dict[str, Any]``, ``Literal[...]``,
+    ``Annotated[...]``, ``Any``, a ``NewType``, a type alias or a forward reference (a string).
+    ``context_schema`` only types the context, so anything a type checker takes is accepted."""
+    if value is None or value is Any or isinstance(value, type | str):
+        return True
+    if isinstance(value, types.UnionType | types.GenericAlias | typing.TypeVar | typing.NewType):
+        return True
+    if typing.get_origin(value) is not None:  # typing's Union, Optional, List[int], Literal, ...
+        return True
+    alias_type = getattr(typing, "TypeAliasType", None)  # `type X = ...`, Python 3.12+
+    if alias_type is not None and isinstance(value, alias_type):
+        return True
+    return isinstance(value, typing_extensions.TypeAliasType)
 
 
 def _check_sandbox_dir(sandbox_dir: object) -> str:
@@ -382,7 +407,8 @@ class Skills(Generic[NameT, ContextT]):
         ``- name: description`` for each offered skill; ``""`` when none is offered.
 
         Takes the agent's ``InstructionsInput`` (or anything with a ``runtime_context``);
-        without an argument the runtime context is ``None``.
+        without an argument, or with one that has no ``runtime_context``, the runtime context is
+        ``None``.
 
         Example::
 
@@ -393,7 +419,8 @@ class Skills(Generic[NameT, ContextT]):
                 tools={**skills.tools},
             )
         """
-        runtime_context = cast("ContextT", None if input is None else input.runtime_context)
+        # An input without a runtime_context (the agent computes none) is a request without one.
+        runtime_context = cast("ContextT", getattr(input, "runtime_context", None))
         request = _Request(self, runtime_context)
         if self.available is None:
             return self._catalogs[self.needs_sandbox and await request.has_sandbox()]
@@ -475,10 +502,33 @@ class Skills(Generic[NameT, ContextT]):
         return f"Skills({[entry.name for entry in self.skills]}, sandbox_dir={self.sandbox_dir!r})"
 
 
+# Two signatures, so that leaving context_schema out types the context from `available` (or as
+# Any), while context_schema=None types it as None.
+@overload
 def define_skills(
     *,
     skills: Iterable[SkillEntry[NameT]],
-    context_schema: type[ContextT] | None = None,
+    context_schema: TypeForm[ContextT],
+    available: AvailableFn[ContextT, NameT] | None = None,
+    sandbox: Literal[True] | SandboxFn[ContextT] | None = None,
+    sandbox_dir: str = DEFAULT_SANDBOX_DIR,
+) -> Skills[NameT, ContextT]: ...
+
+
+@overload
+def define_skills(
+    *,
+    skills: Iterable[SkillEntry[NameT]],
+    available: AvailableFn[ContextT, NameT] | None = None,
+    sandbox: Literal[True] | SandboxFn[ContextT] | None = None,
+    sandbox_dir: str = DEFAULT_SANDBOX_DIR,
+) -> Skills[NameT, ContextT]: ...
+
+
+def define_skills(
+    *,
+    skills: Iterable[SkillEntry[NameT]],
+    context_schema: object = None,
     available: AvailableFn[ContextT, NameT] | None = None,
     sandbox: Literal[True] | SandboxFn[ContextT] | None = None,
     sandbox_dir: str = DEFAULT_SANDBOX_DIR,
@@ -488,6 +538,7 @@ def define_skills(
     ``skills``: the ``skills`` of one or more generated modules (duplicate names raise).
     ``context_schema``: the type of the agent's runtime context as ``available``, ``sandbox``,
     :meth:`Skills.instructions` and the tool see it; it types the context, it does not parse it.
+    Any type a checker takes: a class, a TypedDict, ``dict[str, Any]``, ``Plan | None``.
     ``available``: whether a skill is offered for a request (sync or async); applied to the
     catalog, to each model step and again inside the tool, so a skill that is not offered cannot
     be read by name. ``sandbox``: ``True`` when the agent always has a sandbox, or a function of
@@ -529,10 +580,11 @@ def define_skills(
             f"sandbox must be True or a function of the request, got {sandbox!r}; pass a "
             "callable such as sandbox=lambda input: flag (or omit it for the read-only tool)"
         )
-    if context_schema is not None and not isinstance(context_schema, type):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if context_schema is not None and not _is_type_form(context_schema):
         raise SkillDefinitionError(
-            f"context_schema must be a class (a pydantic model or a dataclass), got "
-            f"{context_schema!r}"
+            f"context_schema must be a type, got {context_schema!r} (a "
+            f"{type(context_schema).__name__} value); pass the type itself: a class (a pydantic "
+            "model, a dataclass, a TypedDict), or a form such as Plan | None or dict[str, Any]"
         )
     return Skills(
         skills=skills,
