@@ -121,6 +121,7 @@ from pai.core._plugins import get_plugins as get_plugins
 from pai.core._plugins import hookimpl as hookimpl
 from pai.core._plugins import hookspec as hookspec
 from pai.core._plugins import reset_plugins as reset_plugins
+from pai.core._probes import Probe as Probe
 from pai.core._run_events import DelegatedRunEvent as DelegatedRunEvent
 from pai.core._run_events import RunEvent as RunEvent
 from pai.core._run_events import RunFinished as RunFinished
@@ -197,6 +198,7 @@ __all__ = [
     "PluginError",
     "PluginInfo",
     "Plugins",
+    "Probe",
     "Requirement",
     "ResponseFinished",
     "RetryAttempt",

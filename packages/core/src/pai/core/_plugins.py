@@ -7,7 +7,9 @@ is a module (or object) of hook implementations::
     acme-vault = "acme_vault._plugin"
 
 and implementing hooks with :data:`hookimpl`. The core's hooks (:class:`CoreHookSpecs`) register
-capability packages, storage backends and model providers, and extend the CLI; a plugin can add
+capability packages, storage backends and model providers, extend the CLI, and give
+``pai config --check --probe`` live checks (``pai_probes``: :class:`~pai.core.Probe` values, see
+:mod:`pai.core._probes`); a plugin can add
 hookspecs of its own through :meth:`CoreHookSpecs.pai_add_hookspecs` (as ``pai.sandbox`` does for
 sandbox providers), the way pytest plugins add hooks. Callers never touch ``pm.hook``: :class:`Plugins` wraps every hook in a
 typed method.
@@ -40,6 +42,9 @@ from pai.core._storage_registry import StorageRegistration
 
 if TYPE_CHECKING:
     import click
+
+    from pai.core._config import PaiConfig
+    from pai.core._probes import Probe
 
 PROJECT = "pai"
 """The pluggy project name, and the entry-point group plugins are found in."""
@@ -146,6 +151,15 @@ class CoreHookSpecs:
     @hookspec
     def pai_cli(self, cli: click.Group) -> None:
         """Add commands to the ``pai`` command line: ``cli.add_command(your_group)``."""
+
+    @hookspec
+    def pai_probes(self, config: PaiConfig) -> Sequence[Probe]:
+        """Return live checks of what ``config`` configures for this plugin (an engine that
+        must answer, an image that must exist); ``pai config --check --probe`` runs them, each
+        within a time limit, and prints one line per probe. Return none for what is not
+        configured. A :class:`~pai.core.Probe`'s ``check`` raises a
+        :class:`~pai.core.PaiError` saying what is wrong and what to do, without secrets."""
+        raise NotImplementedError
 
 
 PluginStatus = Literal["loaded", "failed", "skipped"]
