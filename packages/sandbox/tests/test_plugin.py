@@ -331,7 +331,45 @@ def test_a_misspelt_provider_option_suggests_the_closest_key(
 
 
 def test_running_on_the_embedded_default_is_announced_once_at_warning(
-    fake: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import anyio
+
+    import pai.sandbox._plugin as sandbox_plugin
+
+    for name in list(os.environ):
+        if name.startswith("PAI_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-sandbox,pai-sandbox-inmemory")
+    monkeypatch.setattr(sandbox_plugin, "_told_default", False)
+    reset_plugins()
+    config = config_of(tmp_path, "")  # nothing configured: the embedded default
+
+    try:
+        with caplog.at_level("WARNING", logger="pai.sandbox"):
+            for _ in range(2):
+                anyio.run(bind(config).close)
+    finally:
+        reset_plugins()
+
+    warnings = [r for r in caplog.records if "embedded in-memory provider" in r.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].levelname == "WARNING"
+    assert "[capabilities.sandbox]" in warnings[0].getMessage()
+
+
+@pytest.mark.usefixtures("fake")
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",  # the default, inmemory, is not installed here
+        "[capabilities.sandbox]\ntimeout = 5\n",  # a mistake in the table
+    ],
+)
+def test_no_default_warning_comes_with_an_error_about_the_sandbox_table(
+    content: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -339,17 +377,11 @@ def test_running_on_the_embedded_default_is_announced_once_at_warning(
     import pai.sandbox._plugin as sandbox_plugin
 
     monkeypatch.setattr(sandbox_plugin, "_told_default", False)
-    config = config_of(tmp_path, "")  # nothing configured: the embedded default
 
     with caplog.at_level("WARNING", logger="pai.sandbox"):
-        for _ in range(2):
-            with pytest.raises(ConfigError):  # the default, inmemory, is not installed here
-                bind(config)
+        config_error(tmp_path, content)
 
-    warnings = [r for r in caplog.records if "embedded in-memory provider" in r.getMessage()]
-    assert len(warnings) == 1
-    assert warnings[0].levelname == "WARNING"
-    assert "[capabilities.sandbox]" in warnings[0].getMessage()
+    assert [r.getMessage() for r in caplog.records if "embedded" in r.getMessage()] == []
 
 
 def test_the_read_limit_comes_from_configuration(fake: ModuleType, tmp_path: Path) -> None:

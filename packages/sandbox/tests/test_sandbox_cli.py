@@ -102,6 +102,13 @@ def invoke(*args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(create_cli(), list(args), input=input, catch_exceptions=False)
 
 
+def config_check_error() -> str:
+    """What ``pai config --check`` says about the configuration (it must find a problem)."""
+    result = invoke("config", "--check")
+    assert result.exit_code == 2, result.output
+    return result.stderr
+
+
 def age(provider: FakeProvider, key: str, by: timedelta) -> None:
     provider.live[key].created_at = datetime.now(UTC) - by
 
@@ -185,10 +192,12 @@ def test_exec_runs_the_joined_command_and_prints_its_output(
     (run,) = provider.runs
     assert run.command == "echo 'hi there' '$HOME'"  # shlex.join: each argument quoted
     assert provider.creates == ["cli"]  # the default key
-    assert (
-        plugin.built_with[0].label == "from-config"
-    )  # options from [capabilities.sandbox.recording]
-    assert provider.aclose_calls == 1
+    # options from [capabilities.sandbox.recording]; built once by the configuration check
+    # (and closed again at once), once for the command
+    assert [options.label for options in plugin.built_with] == ["from-config", "from-config"]
+    assert provider.aclose_calls == 2
+    assert provider.log[0] == ("aclose",)
+    assert provider.log[-1] == ("aclose",)  # closed after the command
 
 
 def test_exec_passes_the_exit_code_through(provider: FakeProvider) -> None:
@@ -419,13 +428,13 @@ def test_an_unknown_provider_exits_2_naming_the_file_the_installed_ones_and_the_
 
     assert result.exit_code == 2
     message = result.stderr
-    assert message.startswith(f"Error: {Path('pai.toml').resolve()}: ")
+    assert message == config_check_error()  # the same check as pai config --check
+    assert f"[capabilities.sandbox] ({Path('pai.toml').resolve()})" in message
     assert "sandbox provider 'docker'" in message
     assert "is not installed" in message
     assert "'recording' (pai-sandbox-recording)" in message
     assert "pip install pai-sandbox-docker" in message
     assert "Traceback" not in result.output
-    assert message.count("\n") == 1  # one line
 
 
 @pytest.mark.usefixtures("plugin")
@@ -452,9 +461,9 @@ def test_an_option_from_the_environment_is_blamed_on_the_variable(
     result = invoke("sandbox", "ls")
 
     assert result.exit_code == 2
-    assert result.stderr.startswith(
-        "Error: env PAI_CAPABILITIES__SANDBOX__RECORDING__RETRIES: invalid options"
-    )
+    assert result.stderr == config_check_error()
+    assert "environment variable PAI_CAPABILITIES__SANDBOX__RECORDING__RETRIES)" in result.stderr
+    assert "invalid options for sandbox provider 'recording'" in result.stderr
 
 
 @pytest.mark.usefixtures("plugin")

@@ -203,6 +203,13 @@ def facade_limits(settings: SandboxSettings) -> FacadeLimits:
 _told_default = False
 
 
+def told_default(told: bool) -> None:
+    """Whether the warning about running on the default provider was given (or is not wanted:
+    the ``pai sandbox`` commands print their own notice)."""
+    global _told_default
+    _told_default = told
+
+
 def _with_path(error: SandboxError, *path: str) -> SandboxError:
     # Where under [capabilities.sandbox] the problem is, so callers that know where each value
     # came from (a file, a variable) can say so.
@@ -267,6 +274,9 @@ def _provider_from_settings(
 def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> CapabilityBinding[Any]:
     global _told_default
     options = settings.options
+    # Built first: a mistake in the section is reported alone, never after a notice that the
+    # default provider is being used.
+    provider = _provider_from_settings(options, section=settings.section, plugins=settings.plugins)
     if options.provider is None and not _told_default:
         _told_default = True
         # WARNING, not INFO: the in-memory provider is for tests and demos, so running on it
@@ -277,7 +287,6 @@ def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> Capabilit
             "provider; `pai providers` lists them) in [capabilities.sandbox] of pai.toml, or "
             "PAI_CAPABILITIES__SANDBOX__PROVIDER"
         )
-    provider = _provider_from_settings(options, section=settings.section, plugins=settings.plugins)
     return sandbox_capability(
         provider=provider,
         scope=settings.scope or "thread",  # type: ignore[arg-type]  # checked by the binding

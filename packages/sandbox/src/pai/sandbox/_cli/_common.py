@@ -26,10 +26,25 @@ def run_async(fn: Callable[[], Awaitable[T]]) -> T:
 
 @asynccontextmanager
 async def configured() -> AsyncGenerator[tuple[SandboxProvider, SandboxSettings]]:
-    """The configured provider (closed afterwards); says once when the default is used."""
+    """The configured provider (closed afterwards); says once when the default is used.
+
+    The configuration is checked first, exactly as ``pai config --check`` checks it
+    (:func:`pai.core.cli.load_checked_config`), so a misspelt table (``[capabilities.sandbx]``)
+    is an error before anything runs, and the notice about the default provider is printed
+    only once the configuration has been found valid.
+    """
+    import anyio.to_thread
+
+    from pai.core.cli import load_checked_config
+    from pai.sandbox import _plugin
     from pai.sandbox._plugin import DEFAULT_PROVIDER, configured_provider
 
-    provider, settings = configured_provider()
+    # The check builds every configured capability, the sandbox too; the notice below replaces
+    # the binding's own warning about the default provider. The check runs its own event loop,
+    # so it runs in a worker thread of this one.
+    _plugin.told_default(True)
+    config = await anyio.to_thread.run_sync(load_checked_config)
+    provider, settings = configured_provider(config)
     if settings.provider is None:
         note(
             f"no sandbox provider configured; using the embedded {DEFAULT_PROVIDER!r} provider "

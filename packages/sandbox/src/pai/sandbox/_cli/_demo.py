@@ -285,8 +285,8 @@ def demo_command(ctx: click.Context, keep: bool, model_name: str | None) -> None
         from pai.sandbox._capability import create_sandbox_service
         from pai.sandbox._plugin import facade_limits
 
-        real = resolve_model(model_name, config=load_config()) if model_name else None
-        async with configured() as (provider, settings):
+        async with configured() as (provider, settings):  # checks the configuration first
+            real = resolve_model(model_name, config=load_config()) if model_name else None
             scripted = ScriptedModel(_demo_script())
             model = real if real is not None else scripted
             agent = _demo_agent(model)

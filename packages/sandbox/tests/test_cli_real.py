@@ -1,0 +1,96 @@
+"""The sandbox commands of ``pai`` over real providers, found through their entry points.
+
+The in-memory provider runs in this process; the Docker cases need the engine ``DOCKER_HOST``
+names and skip (saying so) without one. A stopped engine is a ``DOCKER_HOST`` pointing at a
+socket nothing listens on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from pai.core import reset_plugins
+from pai.core.cli import create_cli
+
+DEFAULT_NOTE = "no sandbox provider configured; using the embedded 'inmemory' provider"
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for name in list(os.environ):
+        if name.startswith("PAI_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-sandbox,pai-sandbox-inmemory,pai-sandbox-docker")
+    monkeypatch.chdir(tmp_path)
+    reset_plugins()
+    yield
+    reset_plugins()
+
+
+def invoke(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(create_cli(), list(args), input=input, catch_exceptions=False)
+
+
+def config_check_error() -> str:
+    """What ``pai config --check`` says about the configuration (it must find a problem)."""
+    result = invoke("config", "--check")
+    assert result.exit_code == 2, result.output
+    return result.stderr
+
+
+# -- every command checks the configuration as pai config --check does ------------------------------
+
+SANDBOX_COMMANDS = [
+    ("sandbox", "exec", "--", "echo", "hi"),
+    ("sandbox", "ls"),
+    ("sandbox", "rm", "cli"),
+    ("sandbox", "prune", "--yes"),
+    ("demo",),
+]
+
+
+@pytest.mark.parametrize("command", SANDBOX_COMMANDS, ids=" ".join)
+def test_a_misspelt_capability_table_stops_every_sandbox_command(command: tuple[str, ...]) -> None:
+    Path("pai.toml").write_text('[capabilities.sandbx]\nprovider = "inmemory"\n')
+
+    result = invoke(*command)
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr == config_check_error()
+    assert "[capabilities.sandbx]" in result.stderr
+    assert "did you mean 'sandbox'?" in result.stderr
+    assert DEFAULT_NOTE not in result.output
+    assert "hi" not in result.stdout
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", SANDBOX_COMMANDS, ids=" ".join)
+def test_no_default_notice_before_an_error_about_the_sandbox_table(
+    command: tuple[str, ...],
+) -> None:
+    # No provider named (so the default would be used) and a misspelt key in the same table.
+    Path("pai.toml").write_text("[capabilities.sandbox]\ntimeout = 5\n")
+
+    result = invoke(*command)
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr == config_check_error()
+    assert "unknown key(s) ['timeout']; did you mean 'default_timeout'?" in result.stderr
+    assert "no sandbox provider configured" not in result.output
+    assert "embedded" not in result.output
+
+
+def test_a_valid_table_without_a_provider_says_once_that_the_default_is_used() -> None:
+    Path("pai.toml").write_text("[capabilities.sandbox]\ndefault_timeout = 30\n")
+
+    result = invoke("sandbox", "exec", "--", "echo", "hi")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "hi\n"
+    assert result.stderr.count("no sandbox provider configured") == 1
+    assert DEFAULT_NOTE in result.stderr
