@@ -1,0 +1,90 @@
+"""``import pai.core`` is cheap: each public name's module is imported when the name is used."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import subprocess
+import sys
+
+import pytest
+
+import pai.core
+
+
+def _run(code: str) -> list[str]:
+    """The modules a fresh interpreter has imported after running ``code`` (a JSON list)."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    modules: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return modules
+
+
+def _typed_imports() -> dict[str, str]:
+    """Name -> module, as the ``if TYPE_CHECKING:`` block of pai/core/__init__.py imports them."""
+    tree = ast.parse(inspect.getsource(pai.core))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
+    )
+    found: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom), ast.dump(node)
+        assert node.module is not None
+        for alias in node.names:
+            assert alias.asname == alias.name, f"{alias.name} must be re-exported as itself"
+            found[alias.name] = node.module
+    return found
+
+
+def test_importing_pai_core_imports_none_of_its_modules() -> None:
+    modules = _run("import pai.core")
+
+    assert [name for name in modules if name.startswith("pai.core.")] == []
+    assert "pydantic" not in modules
+
+
+def test_using_a_name_imports_only_what_defines_it() -> None:
+    modules = _run("from pai.core import PaiError")
+
+    assert "pai.core._errors" in modules
+    assert "pai.core._messages" not in modules
+    assert "pydantic" not in modules
+
+
+def test_every_exported_name_is_the_object_its_module_defines() -> None:
+    typed = _typed_imports()
+
+    assert sorted(typed) == pai.core.__all__
+    for name, module in typed.items():
+        assert getattr(pai.core, name) is getattr(importlib.import_module(module), name), name
+
+
+def test_the_typed_imports_and_the_lazy_table_agree() -> None:
+    # What pyright reads (the TYPE_CHECKING imports) must be what runs (the lazy table).
+    lazy: dict[str, str] = vars(pai.core)["_SOURCES"]
+
+    assert lazy == _typed_imports()
+
+
+def test_an_unknown_name_fails_to_import() -> None:
+    with pytest.raises(ImportError, match=r"cannot import name 'create_pia' from 'pai\.core'"):
+        exec("from pai.core import create_pia", {})
+    assert not hasattr(pai.core, "create_pia")
+
+
+def test_star_import_gives_every_exported_name() -> None:
+    namespace: dict[str, object] = {}
+    exec("from pai.core import *", namespace)
+
+    assert sorted(name for name in namespace if not name.startswith("__")) == pai.core.__all__
