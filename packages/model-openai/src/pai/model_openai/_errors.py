@@ -20,7 +20,12 @@
 Text a server sends (an error message, a body) is clipped to :data:`MAX_SERVER_TEXT` characters
 with a marker, and its control characters are escaped, before it goes into a message: an error
 is stored in the thread and printed, and the server is not trusted. URLs in messages go through
-:func:`mask_url` (no userinfo, no query values).
+:func:`mask_url` (no userinfo, no query values), and the request's API key is masked in any
+text the server echoes back.
+
+A connection error names the URL tried, an HTTP error the URL that answered; a 404 from a base
+URL without a ``/v1`` path segment suggests adding it (the usual mistake with self-hosted
+OpenAI-compatible servers).
 
 ``retry-after-ms`` and ``retry-after`` (seconds, or an HTTP date) become ``retry_after``. Every
 mapped error keeps the SDK's error as ``__cause__``.
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import email.utils
 import math
+import re
 import time
 import urllib.parse
 from collections.abc import Mapping
@@ -160,11 +166,16 @@ def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> Mode
             model=model,
         )
     if isinstance(error, openai.APIConnectionError):
-        cause = (
-            f" ({clip_server_text(str(error.__cause__))})" if error.__cause__ is not None else ""
-        )
+        url = _request_url(error)
+        parts = [mask_url(url)] if url else []
+        if error.__cause__ is not None:
+            parts.append(clip_server_text(str(error.__cause__)))
+        cause = f" ({': '.join(parts)})" if parts else ""
         return ModelConnectionError(
-            where(f"the connection failed{cause}; check the base URL and that the server runs"),
+            where(
+                f"the connection failed{cause}; check the base URL (base_url, or "
+                "OPENAI_BASE_URL) and that the server there is running"
+            ),
             model=model,
         )
     if isinstance(error, openai.APIStatusError):
@@ -191,12 +202,14 @@ def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> Mode
 
 def _from_status(error: openai.APIStatusError, model: str) -> ModelError:
     status = error.status_code
-    detail = clip_server_text(_detail(error))
+    detail = clip_server_text(_without_key(_detail(error), error))
     headers = dict(error.response.headers.items())
     retry_after = parse_retry_after(headers)
+    url = _request_url(error)
+    at = f"; from {mask_url(url)}" if url else ""
 
     def say(message: str) -> str:
-        return f"OpenAI model {model!r}: {message} (HTTP {status}: {detail})"
+        return f"OpenAI model {model!r}: {message} (HTTP {status}: {detail}{at})"
 
     code = _code(error)
     if status == 429 and code == "insufficient_quota":
@@ -224,13 +237,59 @@ def _from_status(error: openai.APIStatusError, model: str) -> ModelError:
         )
     if status == 404:
         return ModelNotFoundError(
-            say("no such model or endpoint; check the model name and the base URL"),
+            say(_not_found_advice(model, url)),
             model=model,
             status_code=status,
         )
     return ModelBadRequestError(
         say("the server refused the request"), model=model, status_code=status
     )
+
+
+_ENDPOINT = "/chat/completions"
+_VERSION_SEGMENT = re.compile(r"v\d+[a-z0-9]*")
+
+
+def _request_url(error: openai.APIError) -> str | None:
+    """The URL the failed request went to (the SDK keeps its HTTP request), if known."""
+    url = getattr(getattr(error, "request", None), "url", None)
+    return str(url) if url is not None else None
+
+
+def _base_url_of(url: str) -> str:
+    """The base URL a request URL was made from: without the endpoint, query and fragment."""
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path.removesuffix(_ENDPOINT).rstrip("/")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _not_found_advice(model: str, url: str | None) -> str:
+    """What a 404 means: the model is not served there, or the base URL misses ``/v1``."""
+    if url is None:
+        return "no such model or endpoint; check the model name and the base URL"
+    try:
+        base = _base_url_of(url)
+        segments = urllib.parse.urlsplit(base).path.split("/")
+    except ValueError:
+        return "no such model or endpoint; check the model name and the base URL"
+    if not any(_VERSION_SEGMENT.fullmatch(segment) for segment in segments):
+        return (
+            f"no such endpoint; the base URL {mask_url(base)} has no /v1, under which "
+            f"OpenAI-compatible servers serve the API: try base_url = {mask_url(base + '/v1')!r} "
+            "(or OPENAI_BASE_URL)"
+        )
+    return f"no such model or endpoint; check that the server serves a model named {model!r}"
+
+
+def _without_key(text: str, error: openai.APIStatusError) -> str:
+    """``text`` with the request's API key masked, should the server echo it back."""
+    request = getattr(error, "request", None)
+    headers = getattr(request, "headers", None)
+    value = headers.get("authorization") if headers is not None else None
+    if not isinstance(value, str):
+        return text
+    key = value.removeprefix("Bearer ").strip()
+    return text.replace(key, "***") if len(key) >= 8 else text
 
 
 def _detail(error: openai.APIStatusError) -> str:
