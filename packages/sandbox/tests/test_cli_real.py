@@ -7,6 +7,7 @@ socket nothing listens on.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,3 +95,94 @@ def test_a_valid_table_without_a_provider_says_once_that_the_default_is_used() -
     assert result.stdout == "hi\n"
     assert result.stderr.count("no sandbox provider configured") == 1
     assert DEFAULT_NOTE in result.stderr
+
+
+# -- pai sandbox exec: options before the command, the command's own after it ----------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--tiemout", "5", "echo", "hi"], "No such option '--tiemout'. Did you mean '--timeout'?"),
+        (["--ky", "a", "echo", "hi"], "No such option '--ky'. Did you mean '--key'?"),
+        (["-x", "echo", "hi"], "No such option '-x'"),
+        (["--env", "1X=2", "echo", "hi"], "'1X' (in '1X=2') is not a variable name"),
+        (["-e", "A-B=1", "echo", "hi"], "'A-B' (in 'A-B=1') is not a variable name"),
+        (["-e", "FOO", "echo", "hi"], "'FOO' is not NAME=VALUE"),
+        (["--timeout", "soon", "echo", "hi"], "'soon' is not a valid float"),
+    ],
+)
+def test_exec_refuses_a_bad_option_before_the_command(args: list[str], expected: str) -> None:
+    result = invoke("sandbox", "exec", *args)
+
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert "command not found" not in result.output  # never run as the command
+    assert result.stdout == ""
+
+
+def test_exec_passes_the_commands_own_options_through() -> None:
+    assert invoke("sandbox", "exec", "echo", "-n", "hi").stdout == "hi"
+    assert invoke("sandbox", "exec", "--", "echo", "-n", "hi").stdout == "hi"
+    # after the command, even an option of exec is the command's
+    assert invoke("sandbox", "exec", "echo", "--timeout", "5").stdout == "--timeout 5\n"
+
+
+def test_exec_sets_environment_variables_and_the_working_directory() -> None:
+    result = invoke(
+        "sandbox",
+        "exec",
+        "--env",
+        "GREETING=hello world",
+        "-e",
+        "EQ=a=b",
+        "-e",
+        "GREETING=hi",  # a later value wins
+        "--cwd",
+        "/tmp",
+        "--",
+        "sh",
+        "-c",
+        'echo "$GREETING|$EQ|$(pwd)"',
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "hi|a=b|/tmp\n"
+
+
+def test_exec_cwd_is_relative_to_the_workspace_and_a_missing_one_fails() -> None:
+    result = invoke("sandbox", "exec", "--cwd", "sub", "pwd")
+
+    assert result.exit_code != 0
+    assert "/workspace/sub" in result.stderr
+
+
+def test_exec_json_prints_the_command_result() -> None:
+    result = invoke("sandbox", "exec", "--json", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+
+    assert result.exit_code == 3  # the command's status, as without --json
+    data = json.loads(result.stdout)
+    assert set(data) == {
+        "key",
+        "provider",
+        "stdout",
+        "stderr",
+        "exit_code",
+        "timed_out",
+        "truncated",
+        "environment_reset",
+        "duration",
+    }
+    assert data["key"] == "cli"
+    assert data["provider"] == "inmemory"
+    assert (data["stdout"], data["stderr"], data["exit_code"]) == ("out\n", "err\n", 3)
+    assert data["timed_out"] is False
+    assert data["duration"] > 0
+    assert "err" not in result.stderr  # the command's stderr is in the JSON, not on ours
+
+
+def test_exec_json_of_a_timed_out_command_exits_124() -> None:
+    result = invoke("sandbox", "exec", "--json", "--timeout", "0.5", "sleep", "5")
+
+    assert result.exit_code == 124
+    assert json.loads(result.stdout)["timed_out"] is True

@@ -6,6 +6,7 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -126,10 +127,44 @@ def sandbox_group() -> None:
     """
 
 
-@sandbox_group.command(
-    "exec",
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_option(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, str]:
+    """Parse ``--env NAME=VALUE`` (repeatable; a later NAME wins), a usage error for a bad one."""
+    env: dict[str, str] = {}
+    for item in values:
+        name, equals, value = item.partition("=")
+        if not equals:
+            raise click.BadParameter(
+                f"{item!r} is not NAME=VALUE; give the value too (--env {name}=VALUE, or "
+                f'--env {name}="${name}" to pass on your own)',
+                ctx=ctx,
+                param=param,
+            )
+        if not _ENV_NAME.fullmatch(name):
+            raise click.BadParameter(
+                f"{name!r} (in {item!r}) is not a variable name; use letters, digits and '_', "
+                "not starting with a digit",
+                ctx=ctx,
+                param=param,
+            )
+        if "\x00" in value:
+            raise click.BadParameter(
+                f"the value of {name} contains a NUL byte, which no environment can hold",
+                ctx=ctx,
+                param=param,
+            )
+        env[name] = value
+    return env
+
+
+# Options end at the first argument that is not one (allow_interspersed_args=False), so the
+# command's own options (`pai sandbox exec ls -la`) are the command's; an unknown option before
+# the command is a usage error with click's "did you mean", never run as the command.
+@sandbox_group.command("exec", context_settings={"allow_interspersed_args": False})
 @click.option(
     "--key",
     default=DEFAULT_KEY,
@@ -150,13 +185,33 @@ def sandbox_group() -> None:
     is_flag=True,
     help="Read your standard input to its end and feed it to the command (like docker exec -i).",
 )
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD...")
+@click.option(
+    "-e",
+    "--env",
+    "env",
+    multiple=True,
+    metavar="NAME=VALUE",
+    callback=_env_option,
+    help="Set an environment variable for the command (repeatable).",
+)
+@click.option(
+    "--cwd",
+    metavar="DIR",
+    default=None,
+    help="Working directory in the sandbox, relative to /workspace or absolute "
+    "[default: /workspace].",
+)
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="[--] CMD...")
 @click.pass_context
 def exec_command(
     ctx: click.Context,
     key: str,
     timeout: float | None,
     forward_stdin: bool,
+    env: dict[str, str],
+    cwd: str | None,
+    as_json: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run CMD in the sandbox of --key and pass its exit status through.
@@ -167,6 +222,11 @@ def exec_command(
     sandbox is kept afterwards (for providers that keep sandboxes outside this process, the next
     exec with the same --key finds it); remove it with `pai sandbox rm KEY`. With -i, your
     standard input is read to its end first and given to the command.
+
+    Options go before CMD; everything from CMD on is the command's own (`pai sandbox exec ls
+    -la`). Use -- before a CMD that starts with a dash. With --json, the result (stdout, stderr,
+    exit_code, timed_out, truncated, environment_reset, duration) is printed as one JSON object
+    instead of the output, and the exit status is still the command's.
     """
     line = shlex.join(command)
     data: bytes | None = sys.stdin.buffer.read() if forward_stdin else None
@@ -190,8 +250,17 @@ def exec_command(
 
             box = create_sandbox(sessions.handle(key), **facade_limits(settings))
             result = await box.run_command(
-                line, stdin=data, timeout=timeout, on_stdout=on_stdout, on_stderr=on_stderr
+                line,
+                cwd=cwd,
+                env=env,
+                stdin=data,
+                timeout=timeout,
+                on_stdout=None if as_json else on_stdout,
+                on_stderr=None if as_json else on_stderr,
             )
+            if as_json:
+                echo_json({"key": key, "provider": provider.name, **asdict(result)})
+                return EXIT_TIMEOUT if result.timed_out else result.exit_code
             # A provider that does not stream still returns the output: print what was not shown.
             if not streamed["out"] and result.stdout:
                 click.echo(result.stdout, nl=False)
