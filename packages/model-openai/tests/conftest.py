@@ -10,7 +10,11 @@ from pai.core import RetryPolicy
 from pai.model_openai import OpenAIModel
 from pai.model_openai.testing import OpenAITestServer
 
-pytest_plugins = ["pai.model_openai.testing.pytest_plugin"]
+# The fixture is imported, not enabled with ``pytest_plugins``: pytest refuses ``pytest_plugins``
+# in a conftest below the rootdir, and ``pytest`` from the repository root collects this folder.
+from pai.model_openai.testing.pytest_plugin import openai_server
+
+__all__ = ["openai_server"]
 
 FAST_RETRIES = RetryPolicy(max_attempts=3, initial_delay=0.0, jitter=0.0)
 """Retries without pauses (the server's retry-after still applies)."""
