@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pai.core._errors import ConfigError
+from pai.core._secrets import mask_value
 
 CONFIG_FILE = "pai.toml"
 """The configuration file's name."""
@@ -120,7 +121,8 @@ def capability_section(
         return None
     if not isinstance(capabilities, Mapping):
         raise ConfigError(
-            f"capabilities = {capabilities!r} ({origin_of(config, ('capabilities',))}) is not a "
+            f"capabilities = {mask_value('capabilities', capabilities)!r} "
+            f"({origin_of(config, ('capabilities',))}) is not a "
             "table; write one table per capability, such as [capabilities.sandbox]"
         )
     parts = tuple(capability_id.split("."))
@@ -145,7 +147,8 @@ def capability_section(
     path, value = found[0]
     if not isinstance(value, Mapping):
         raise ConfigError(
-            f"{render_key(path)} = {value!r} ({origin_of(config, path)}) is not a table; "
+            f"{render_key(path)} = {mask_value(path[-1], value)!r} ({origin_of(config, path)}) "
+            "is not a table; "
             f"configure capability {capability_id!r} as a table: [capabilities.{capability_id}]",
             ids=(capability_id,),
         )
@@ -252,6 +255,32 @@ def load_config(
     config = PaiConfig(data=data, sources=sources, files=tuple(files))
     _check_tables(config)
     return config
+
+
+def config_file(
+    start: Path | None = None, *, environ: Mapping[str, str] | None = None
+) -> Path | None:
+    """The file :func:`load_config` reads (``PAI_CONFIG``'s, or the nearest ``pai.toml`` or
+    ``pyproject.toml`` with ``[tool.pai]``), or ``None``; never raises for a broken file, so an
+    error report can name the file that is broken."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(CONFIG_ENV)
+    if chosen:
+        path = Path(chosen)
+        return path.resolve() if path.is_file() else None
+    begin = (Path.cwd() if start is None else Path(start)).resolve()
+    folder = begin if begin.is_dir() else begin.parent
+    for directory in (folder, *folder.parents):
+        if (directory / CONFIG_FILE).is_file():
+            return directory / CONFIG_FILE
+        candidate = directory / PYPROJECT
+        if candidate.is_file():
+            try:
+                if _tool_pai(candidate) is not None:
+                    return candidate
+            except ConfigError:
+                return candidate  # a broken [tool.pai]: this is the file the error is about
+    return None
 
 
 def did_you_mean(
@@ -421,7 +450,8 @@ def _tool_pai(path: Path) -> dict[str, Any] | None:
     table = cast("dict[str, Any]", tool)["pai"]
     if not isinstance(table, dict):
         raise ConfigError(
-            f"tool.pai = {table!r} in {path} is not a table; write [tool.pai.capabilities.<id>] "
+            f"tool.pai = {mask_value('pai', table)!r} in {path} is not a table; write "
+            "[tool.pai.capabilities.<id>] "
             "tables, or move the configuration to pai.toml"
         )
     pai = cast("dict[str, Any]", table)
@@ -607,6 +637,7 @@ __all__ = [
     "PaiConfig",
     "capability_section",
     "check_capability_ids",
+    "config_file",
     "describe_source",
     "load_config",
     "origin_of",

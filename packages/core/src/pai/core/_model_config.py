@@ -32,6 +32,7 @@ from pai.core._errors import ConfigError, ModelConfigurationError, PaiError
 from pai.core._model import Model
 from pai.core._model_registry import ModelRegistration
 from pai.core._plugins import Plugins, get_plugins
+from pai.core._secrets import env_name_key, mask_text, mask_value, secret_key
 
 MODEL_KEYS = ("provider", "name")
 """The keys a ``[model]`` table holds besides one options table per provider."""
@@ -100,14 +101,55 @@ def _options_table(config: PaiConfig | None, provider: str) -> Mapping[str, Any]
         return None
     if not isinstance(table, Mapping):
         raise ConfigError(
-            f"model.{provider} = {table!r} ({origin_of(config, ('model', provider))}) is not a "
+            f"model.{provider} = {mask_value(provider, table)!r} "
+            f"({origin_of(config, ('model', provider))}) is not a "
             f"table; write the options of the {provider} provider as [model.{provider}]"
         )
     return cast("Mapping[str, Any]", table)
 
 
+def _refuse_secrets(
+    registration: ModelRegistration,
+    provider: str,
+    config: PaiConfig | None,
+    raw: Mapping[str, Any],
+) -> None:
+    """A key in ``[model.<provider>]`` named like a secret (``api_key``, ``token``) that the
+    provider does not take: a key pasted into the file. Refused without echoing it."""
+    fields = {info.alias or name for name, info in registration.options.model_fields.items()}
+    for key in sorted(raw):
+        if key in fields or not secret_key(key):
+            continue
+        origin = origin_of(config, ("model", provider, key)) if config is not None else "code"
+        env_fields = sorted(field for field in fields if env_name_key(field))
+        variable = f"{provider.upper().replace('-', '_')}_API_KEY"
+        if origin.startswith("environment variable"):
+            what = "configuration, and PAI_ variables are configuration (pai config lists them)"
+            fix = f"unset it, and export the key as {variable}"
+            if env_fields:
+                setting = f"PAI_MODEL__{provider.upper()}__{env_fields[0].upper()}"
+                fix += f" (or in another variable, named by {setting}=NAME)"
+        elif env_fields:
+            what = "configuration files (files are committed, shared and printed)"
+            fix = (
+                f"remove it, export the key in an environment variable (export {variable}=...) "
+                f'and name that variable instead: {env_fields[0]} = "{variable}"'
+            )
+        else:
+            what = "configuration files (files are committed, shared and printed)"
+            fix = (
+                f"remove it; the {provider} provider reads its key from the environment "
+                f"(see the documentation of {registration.distribution or 'its package'})"
+            )
+        raise ConfigError(
+            f"model.{provider}.{key} ({origin}): secrets never go in {what}; {fix}. The value "
+            "is not shown here"
+        )
+
+
 def _options(registration: ModelRegistration, provider: str, config: PaiConfig | None) -> BaseModel:
     raw = _options_table(config, provider)
+    _refuse_secrets(registration, provider, config, raw or {})
     try:
         return registration.options.model_validate(dict(raw or {}))
     except ValidationError as error:
@@ -126,7 +168,8 @@ def _options(registration: ModelRegistration, provider: str, config: PaiConfig |
             what = problem["msg"]
             if problem["type"] == "extra_forbidden":
                 what = "unknown key" + did_you_mean(loc[-1], fields, before="; ", after="")
-            lines.append(f"{key} = {problem['input']!r} ({origin}): {what}")
+            shown = mask_value(loc[-1] if loc else provider, problem["input"])
+            lines.append(f"{key} = {shown!r} ({origin}): {mask_text(what)}")
         raise ConfigError(
             f"[model.{provider}] (the options of the {provider} model provider of "
             f"{registration.distribution or 'a plugin'}) is wrong:\n"
@@ -206,7 +249,7 @@ def model_from_config(config: PaiConfig, *, plugins: Plugins | None = None) -> M
     origin = origin_of(config, ("model",))
     if not isinstance(table, Mapping):
         raise ConfigError(
-            f"model = {table!r} ({origin}) is not a table; write [model] with "
+            f"model = {mask_value('model', table)!r} ({origin}) is not a table; write [model] with "
             'provider = "openai" and name = "gpt-4.1-mini"'
         )
     section = cast("Mapping[str, Any]", table)
@@ -216,7 +259,8 @@ def model_from_config(config: PaiConfig, *, plugins: Plugins | None = None) -> M
         if key in MODEL_KEYS:
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(
-                    f"model.{key} = {value!r} ({origin_of(config, ('model', key))}) must be a "
+                    f"model.{key} = {mask_value(key, value)!r} "
+                    f"({origin_of(config, ('model', key))}) must be a "
                     "non-empty string, e.g. "
                     + ('provider = "openai"' if key == "provider" else 'name = "gpt-4.1-mini"')
                 )

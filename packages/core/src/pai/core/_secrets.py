@@ -20,7 +20,7 @@ MASK = "***"
 """What a secret is printed as."""
 
 _SECRET_KEY = re.compile(
-    r"(^|[_.-])(api[_-]?)?(key|keys|token|tokens|secret|secrets|password|passwd|passphrase|pwd|"
+    r"(^|[_.-])(api[_-]?)?(key|keys|token|secret|secrets|password|passwd|passphrase|pwd|"
     r"credentials?|auth|authorization|cookie|private[_-]?key)($|[_.-])|apikey|accesskey|secretkey",
     re.IGNORECASE,
 )

@@ -326,6 +326,15 @@ def _resolve_api_key(name: str, api_key: str | None, api_key_env: str | None) ->
                 "placeholder such as 'unused' for a local server that needs none"
             )
         return api_key
+    if api_key_env is not None:
+        from pai.model_openai._plugin import check_api_key_env
+
+        try:
+            check_api_key_env(api_key_env)
+        except ValueError as error:
+            raise ModelConfigurationError(
+                f"OpenAIModel({name!r}, api_key_env=...): {error}"
+            ) from None
     variable = api_key_env if api_key_env is not None else API_KEY_ENV
     value = os.environ.get(variable)
     if value:

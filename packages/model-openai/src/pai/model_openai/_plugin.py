@@ -7,9 +7,10 @@ Kept light: it imports neither the ``openai`` SDK nor the model class until a mo
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pai.core import Model, ModelRegistration, RetryPolicy, hookimpl
 from pai.model_openai._chat import (
@@ -18,7 +19,17 @@ from pai.model_openai._chat import (
     DEFAULT_MAX_TOOL_CALLS,
 )
 
-__all__ = ["OpenAIOptions", "build_model", "model_registrations", "pai_models"]
+__all__ = [
+    "API_KEY_ENV_NAME",
+    "OpenAIOptions",
+    "build_model",
+    "check_api_key_env",
+    "model_registrations",
+    "pai_models",
+]
+
+API_KEY_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What an environment variable's name (``api_key_env``) looks like."""
 
 
 class OpenAIOptions(BaseModel):
@@ -31,7 +42,11 @@ class OpenAIOptions(BaseModel):
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", frozen=True)
 
     base_url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: str | None = Field(
+        default=None,
+        description="the environment variable holding the API key (default: OPENAI_API_KEY); "
+        "never the key itself",
+    )
     timeout: float = Field(default=120.0, gt=0)
     connect_timeout: float = Field(default=10.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
@@ -44,6 +59,40 @@ class OpenAIOptions(BaseModel):
     """Characters of text and tool-call arguments (names and ids too) in one answer."""
     max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, ge=1)
     """Tool calls one answer may start."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        return check_api_key_env(value)
+
+
+def check_api_key_env(value: str) -> str:
+    """``value`` when it is an environment variable's name; a :class:`ValueError` that never
+    quotes it otherwise (a key pasted where its variable's name belongs is a secret)."""
+    if API_KEY_ENV_NAME.fullmatch(value) and not _looks_like_a_key(value):
+        return value
+    what = "looks like an API key" if _looks_like_a_key(value) else "is not a variable name"
+    raise ValueError(
+        "api_key_env names the environment variable that holds the API key (letters, digits "
+        f"and _, not starting with a digit), such as OPENAI_API_KEY; this value {what} (it is "
+        "not shown: it may be the key itself). Put the key in the variable (export "
+        'OPENAI_API_KEY=...) and write api_key_env = "OPENAI_API_KEY"'
+    )
+
+
+def _looks_like_a_key(value: str) -> bool:
+    """``sk-...``/``sk_...``, or a long mix of upper- and lower-case letters and digits (a
+    variable's name is words, usually upper-case)."""
+    if value.lower().startswith(("sk-", "sk_")):
+        return True
+    return (
+        len(value) >= 24
+        and any(ch.isupper() for ch in value)
+        and any(ch.islower() for ch in value)
+        and sum(ch.isdigit() for ch in value) >= 2
+    )
 
 
 def build_model(name: str, options: OpenAIOptions) -> Model:
