@@ -13,7 +13,15 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "typecheck", "tests", "capability_package", "examples", "e2e"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "tests",
+    "quick_loop",
+    "capability_package",
+    "examples",
+    "e2e",
+]
 nox.options.error_on_external_run = True
 
 ROOT = Path(__file__).parent
@@ -85,6 +93,37 @@ def tests(session: nox.Session, package: str) -> None:
     session.install(*editable, *(req for req in group if _name(req) not in PACKAGES))
     # pytest exits 5 when it collects no test; nox treats that as a failure, as it should.
     session.run("pytest", f"packages/{package}/tests", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def quick_loop(session: nox.Session) -> None:
+    """`pytest` from the repository root (the README's quick loop) in the workspace environment
+    `uv run` makes: it must collect every package's tests without an error.
+
+    Collection only (the `tests` sessions run them), so it stays cheap; it fails when the root
+    configuration stops collecting a package (a conftest pytest refuses there, two helper modules
+    of one name, a package missing from testpaths)."""
+    session.run_install(
+        "uv",
+        "sync",
+        f"--python={session.virtualenv.location}",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+    output = session.run("pytest", "--collect-only", "-q", *session.posargs, silent=True)
+    assert isinstance(output, str)
+    collected = [line for line in output.splitlines() if "::" in line]
+    missing = [
+        folder
+        for folder in PACKAGES.values()
+        if (ROOT / "packages" / folder / "tests").is_dir()
+        and not any(line.startswith(f"packages/{folder}/tests/") for line in collected)
+    ]
+    if missing:
+        session.error(
+            f"`pytest` from the repository root collected no test of {', '.join(missing)}; "
+            "check testpaths and addopts in [tool.pytest.ini_options] of pyproject.toml"
+        )
+    session.log(f"`pytest` from the repository root collects {len(collected)} tests")
 
 
 @nox.session(python=PYTHON)

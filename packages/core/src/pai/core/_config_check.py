@@ -66,11 +66,12 @@ def check_static(config: PaiConfig, *, plugins: Plugins | None = None) -> None:
 
 def check_config(config: PaiConfig, *, plugins: Plugins | None = None) -> None:
     """Everything ``pai config --check`` validates: :func:`check_static`, then the agent
-    ``[chat]`` names (imported). Raises a :class:`~pai.core.PaiError` for the first problem."""
-    from pai.core._chat import configured_agent
+    ``[chat]`` names, built as ``pai chat`` would build it (its module imported, its runtime
+    made, what it lacks reported). Raises a :class:`~pai.core.PaiError` for the first problem."""
+    from pai.core._chat_target import check_configured_target
 
     check_static(config, plugins=plugins)
-    configured_agent(config)  # imports the user's module: after the static checks
+    check_configured_target(config, plugins=plugins)  # user code: after the static checks
 
 
 __all__ = ["check_config", "check_static"]
