@@ -117,7 +117,10 @@ def test_ls_in_a_new_process_shows_nothing_and_says_why() -> None:
 
 
 def test_rm_and_prune_have_nothing_to_do() -> None:
-    assert invoke("sandbox", "rm", "cli").stdout == "not found: cli\n"
+    missing = invoke("sandbox", "rm", "cli")
+    assert (missing.exit_code, missing.stdout) == (1, "")  # as docker rm
+    assert "no such sandbox: 'cli' (provider 'inmemory'" in missing.stderr
+    assert invoke("sandbox", "rm", "--force", "cli").exit_code == 0
     assert invoke("sandbox", "prune").stdout == "nothing to prune (provider 'inmemory')\n"
 
 

@@ -49,7 +49,7 @@ def config_check_error() -> str:
 SANDBOX_COMMANDS = [
     ("sandbox", "exec", "--", "echo", "hi"),
     ("sandbox", "ls"),
-    ("sandbox", "rm", "cli"),
+    ("sandbox", "rm", "--force", "cli"),
     ("sandbox", "prune", "--yes"),
     ("demo",),
 ]

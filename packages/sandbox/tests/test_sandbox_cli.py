@@ -309,18 +309,35 @@ def test_ls_with_no_sandboxes() -> None:
     assert result.stdout == "no sandboxes (provider 'recording')\n"
 
 
-def test_rm_destroys_and_reports_unknown_keys_without_failing(provider: FakeProvider) -> None:
+def test_rm_removes_what_exists_and_exits_1_for_a_missing_key(provider: FakeProvider) -> None:
     invoke("sandbox", "exec", "--key", "a", "--", "true")
 
     result = invoke("sandbox", "rm", "a", "nope")
 
-    assert result.exit_code == 0
-    assert result.stdout == "removed a\nnot found: nope\n"
+    assert result.exit_code == 1  # as docker rm
+    assert result.stdout == "removed a\n"
+    assert result.stderr == (
+        "no such sandbox: 'nope' (provider 'recording'; `pai sandbox ls` lists them)\n"
+    )
     assert provider.destroys == ["a"]
     assert provider.live == {}
     again = invoke("sandbox", "rm", "--json", "a")
-    assert again.exit_code == 0
+    assert again.exit_code == 1
     assert json.loads(again.stdout) == {"removed": [], "not_found": ["a"]}
+
+
+def test_rm_force_makes_a_missing_key_no_error(provider: FakeProvider) -> None:
+    invoke("sandbox", "exec", "--key", "a", "--", "true")
+
+    result = invoke("sandbox", "rm", "--force", "a", "nope", "a")
+
+    assert result.exit_code == 0
+    assert result.stdout == "removed a\n"
+    assert "no such sandbox: 'nope'" in result.stderr
+    assert provider.destroys == ["a"]
+    forced = invoke("sandbox", "rm", "-f", "--json", "a")
+    assert forced.exit_code == 0
+    assert json.loads(forced.stdout) == {"removed": [], "not_found": ["a"]}
 
 
 def test_prune_without_yes_refuses_when_there_is_no_terminal(provider: FakeProvider) -> None:

@@ -3,15 +3,17 @@
 ::
 
     pai providers [--json]                              installed sandbox providers and their options
-    pai sandbox exec [--key K] [--timeout S] -- CMD...  run a command in the configured provider
+    pai sandbox exec [--key K] [--timeout S] [-e NAME=VALUE] [--cwd DIR] [--json] [--] CMD...
+                                                        run a command in the configured provider
     pai sandbox ls [--json]                             the provider's sandboxes
-    pai sandbox rm KEY... [--json]                      destroy sandboxes by key (idempotent)
+    pai sandbox rm KEY... [--force] [--json]            destroy sandboxes by key
     pai sandbox prune [--older-than D] [--yes] [--json] destroy sandboxes (older than D)
     pai demo [--keep]                                   a worked example agent (scripted model)
 
 One module per command family: ``_providers`` (``pai providers``), ``_sandboxes`` (``pai sandbox
 ...``), ``_demo`` (``pai demo``), and ``_common`` for what they share. Every command but
-``providers`` uses the provider configuration selects
+``providers`` checks the configuration as ``pai config --check`` does
+(:func:`pai.core.cli.load_checked_config`) and then uses the provider it selects
 (:func:`~pai.sandbox._plugin.configured_provider`); when none is configured it says so on stderr
 and uses the embedded default. Heavy imports (the provider, the agent runtime, rich) happen
 inside the commands, so ``pai plugins`` stays fast.

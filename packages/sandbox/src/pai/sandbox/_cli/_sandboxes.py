@@ -327,15 +327,22 @@ def ls_command(as_json: bool) -> None:
 
 @sandbox_group.command("rm")
 @click.argument("keys", nargs=-1, required=True)
+@click.option(
+    "-f",
+    "--force",
+    is_flag=True,
+    help="A key with no sandbox is not an error (exit 0 either way), for scripts that clean up.",
+)
 @json_option
-def rm_command(keys: tuple[str, ...], as_json: bool) -> None:
+@click.pass_context
+def rm_command(ctx: click.Context, keys: tuple[str, ...], force: bool, as_json: bool) -> None:
     """Destroy the sandboxes of KEY... (their files and processes).
 
-    Idempotent: a key with no sandbox is reported as "not found" and is not an error; the exit
-    status is 0 either way.
+    As `docker rm`: every key that has a sandbox is removed, and a key with none is reported
+    ("no such sandbox") and makes the exit status 1, unless --force is given.
     """
 
-    async def run() -> tuple[list[str], list[str]]:
+    async def run() -> tuple[str, list[str], list[str]]:
         removed: list[str] = []
         missing: list[str] = []
         async with configured() as (provider, _):
@@ -345,18 +352,22 @@ def rm_command(keys: tuple[str, ...], as_json: bool) -> None:
                     continue
                 await provider.destroy(key)
                 removed.append(key)
-        return removed, missing
+            return provider.name, removed, missing
 
-    removed, missing = run_async(run)
+    name, removed, missing = run_async(run)
     if as_json:
         echo_json({"removed": removed, "not_found": missing})
-        return
-    for key in keys:
-        if key in removed:
-            click.echo(f"removed {key}")
-        elif key in missing:
-            click.echo(f"not found: {key}")
-            missing.remove(key)  # report a repeated key once
+    else:
+        for key in dict.fromkeys(keys):
+            if key in removed:
+                click.echo(f"removed {key}")
+        for key in missing:
+            click.echo(
+                f"no such sandbox: {key!r} (provider {name!r}; `pai sandbox ls` lists them)",
+                err=True,
+            )
+    if missing and not force:
+        ctx.exit(1)
 
 
 @sandbox_group.command("prune")
