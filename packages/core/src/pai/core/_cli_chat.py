@@ -19,7 +19,32 @@ import click
     metavar="ID",
     help='Go on with a stored thread (needs [storage], e.g. url = "sqlite:///threads.db").',
 )
-def chat_command(agent: str | None, model_name: str | None, thread_id: str | None) -> None:
+@click.option(
+    "--continue",
+    "latest",
+    is_flag=True,
+    help="Go on with the latest thread of the agent in the scope (needs [storage]).",
+)
+@click.option("--agent", "agent_id", metavar="NAME", help="The agent of an app with several.")
+@click.option(
+    "--scope",
+    metavar="KEY",
+    help="The scope key of the threads (default: cli); a thread of another scope needs it.",
+)
+@click.option(
+    "--identity",
+    metavar="VALUE",
+    help="The identity an app's scope_key makes the scope key of (JSON, or text).",
+)
+def chat_command(
+    agent: str | None,
+    model_name: str | None,
+    thread_id: str | None,
+    latest: bool,
+    agent_id: str | None,
+    scope: str | None,
+    identity: str | None,
+) -> None:
     """Talk to your agent in the terminal: pai chat myapp.agents:coder
 
     Without MODULE:AGENT, chats with the agent the configuration names: agent =
@@ -31,58 +56,40 @@ def chat_command(agent: str | None, model_name: str | None, thread_id: str | Non
     """
     import anyio
 
-    from pai.core._assembly import create_agent_runtime
-    from pai.core._chat import chat, chat_agent_from_config, load_agent, no_agent_message
-    from pai.core._model import aclose_if_closable
-    from pai.core._model_config import resolve_model
+    from pai.core._chat import chat
+    from pai.core._chat_target import (
+        lacks_message,
+        no_agent_message,
+        open_chat_target,
+        parse_identity,
+        target_spec,
+    )
+    from pai.core._cli_threads import chat_thread, say_what_stays
     from pai.core._plugins import get_plugins
-    from pai.core.cli import fail, load_checked_config, note, stdin_is_terminal
+    from pai.core.cli import fail, load_checked_config, stdin_is_terminal
 
     config = load_checked_config()
-    configured = chat_agent_from_config(config)  # checks [chat] even when an argument wins
-    if agent is not None:
-        target = load_agent(agent)
-    elif configured is not None:
-        name, source, folder = configured
-        target = load_agent(name, configured_in=source, folder=folder)
-    else:
+    spec = target_spec(config, agent)  # checks [chat] even when an argument wins
+    if spec is None:
         fail(no_agent_message(config))
     plugins = get_plugins()
-    if thread_id is not None and config.data.get("storage") is None:
-        fail(
-            f"--thread {thread_id} goes on with a stored thread, but no storage is configured "
-            "(threads live in process memory and end with each chat); add to pai.toml:\n\n"
-            '    [storage]\n    url = "sqlite:///threads.db"\n\nthen start a chat, and resume '
-            "it with --thread"
-        )
 
     async def run() -> None:
-        model = resolve_model(model_name, config=config, plugins=plugins) if model_name else None
-        try:
-            runtime = create_agent_runtime(
-                agent=target,
-                scope_key=lambda _identity: "cli",
-                model=model,
-                config=config,
-                plugins=plugins,
-            )
-            async with runtime:
-                if runtime.agent.model is None:
-                    fail(
-                        f"agent {runtime.agent.name!r} has no model; pass --model openai:NAME, "
-                        'or configure one in pai.toml: [model] provider = "openai", '
-                        'name = "gpt-4.1-mini"'
-                    )
-                admin = runtime.admin(identity=None)
-                if thread_id is not None:
-                    thread = admin.thread(thread_id)
-                    await thread.record()
-                    note(f"going on with thread {thread_id}")
-                else:
-                    thread = await admin.create_thread()
-                    note(f"thread {thread.id} (come back to it with --thread {thread.id})")
+        async with open_chat_target(
+            spec,
+            config=config,
+            plugins=plugins,
+            agent_id=agent_id,
+            model_name=model_name,
+            scope=scope,
+            identity=parse_identity(identity),
+        ) as target:
+            if target.problems:
+                fail(lacks_message(target))
+            thread = await chat_thread(target, thread_id=thread_id, latest=latest)
+            try:
                 await chat(thread, prompt=stdin_is_terminal())
-        finally:
-            await aclose_if_closable(model)
+            finally:
+                say_what_stays(target, thread.id)
 
     anyio.run(run)
