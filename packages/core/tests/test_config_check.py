@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -118,3 +119,52 @@ def test_a_known_provider_that_is_not_installed_is_explained_not_offered_back(
     assert result.exit_code == 2
     assert "pip install pai-sandbox-docker" in result.stderr
     assert "did you mean" not in result.stderr
+
+
+# -- --json on errors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [("config", "--check", "--json"), ("config", "--json")])
+def test_a_json_run_prints_json_on_errors_too_with_the_key_and_file(args: tuple[str]) -> None:
+    Path("pai.toml").write_text('[capabilities.sandbx]\nprovider = "docker"\n')
+
+    result = invoke(*args)
+
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["files"] == [str(Path("pai.toml").resolve())]
+    assert ("check" in data) == ("--check" in args)
+    if "--check" in args:
+        assert data["check"] == "failed"
+    error = data["error"]
+    assert error["type"] == "ConfigError"
+    assert error["key"] == "capabilities.sandbx"
+    assert error["file"] == str(Path("pai.toml").resolve())
+    assert "did you mean 'sandbox'?" in error["message"]
+
+
+def test_a_file_that_is_not_toml_is_named_in_the_json_error() -> None:
+    Path("pai.toml").write_text("[capabilities.sandbox\n")
+
+    result = invoke("config", "--check", "--json")
+
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["file"] == str(Path("pai.toml").resolve())
+    assert "not valid TOML" in error["message"]
+    assert error["key"] is None
+
+
+def test_a_misspelt_table_from_the_environment_is_a_json_error_naming_the_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PAI_STORGE__URL", "memory://")
+
+    result = invoke("config", "--check", "--json")
+
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["files"] == []
+    assert data["error"]["key"] == "storge"
+    assert data["error"]["file"] is None
+    assert "PAI_STORGE__URL" in data["error"]["message"]

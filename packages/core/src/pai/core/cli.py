@@ -68,6 +68,7 @@ is an error, never a silent default::
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
@@ -86,6 +87,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_USAGE = 2
 """The exit status of a usage or configuration error (click's own usage errors use it too)."""
 
+EXIT_PROBE_FAILED = 1
+"""The exit status of ``pai config --check --probe`` when a live check failed (the
+configuration itself is valid)."""
+
 
 class PaiCliError(click.ClickException):
     """An error the command line reports as one line on stderr, exiting with :data:`EXIT_USAGE`.
@@ -97,7 +102,7 @@ class PaiCliError(click.ClickException):
     exit_code = EXIT_USAGE
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"Error: {self.format_message()}", err=True)
+        click.echo(f"Error: {_masked_message(self.format_message())}", err=True)
 
 
 class PaiGroup(click.Group):
@@ -333,26 +338,51 @@ def load_checked_config() -> PaiConfig:
     "configured capability's options, [model], the agent [chat] names); exit non-zero on the "
     "first problem.",
 )
+@click.option(
+    "--probe",
+    is_flag=True,
+    help="With --check (implied): also check that live things answer (the configured model, "
+    "the sandbox engine and image, what plugins probe); one line per probe, non-zero exit if "
+    "any failed.",
+)
+@click.option(
+    "--probe-timeout",
+    type=click.FloatRange(min=0, min_open=True, max=3600),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long each probe may take.",
+)
 @json_option
-def config_command(check: bool, as_json: bool) -> None:
+def config_command(check: bool, probe: bool, probe_timeout: float, as_json: bool) -> None:
     """Show the resolved configuration and where each value came from.
 
     Configuration is read from pai.toml, or [tool.pai] of pyproject.toml, in the working directory
     or the nearest folder above it that has one (or the file PAI_CONFIG names);
     PAI_<SECTION>__<KEY> environment variables (PAI_CAPABILITIES__SANDBOX__PROVIDER=docker)
     override it. Options a configured capability leaves unset are shown with their defaults.
+    Secrets (values of keys named like key, token, secret or password; passwords in URLs) are
+    shown as ***. With --json, an error is printed as JSON too: {"error": {"message", "type",
+    "key", "file"}}, exit status 2.
     """
     from pathlib import Path
 
     from pai.core._config import load_config
-    from pai.core._config_check import check_config
+    from pai.core._config_check import check_config, check_static
     from pai.core._plugins import get_plugins
 
-    if check:
+    check = check or probe
+    config: PaiConfig | None = None
+    try:
         config = load_config()
-        check_config(config)
-    else:
-        config = load_checked_config()
+        if check:
+            check_config(config)
+        else:
+            check_static(config)
+    except PaiError as error:
+        if not as_json:
+            raise
+        _echo_json_error(error, config, check=check)
     files = [str(path) for path in config.files]
     values = [
         {"key": key, "value": value, "source": source} for key, value, source in config.flat()
@@ -360,8 +390,20 @@ def config_command(check: bool, as_json: bool) -> None:
     values = sorted(
         [*values, *_defaults(config, get_plugins().capabilities())], key=lambda r: r["key"]
     )
+    values = [{**row, "value": _masked_value(row["key"], row["value"])} for row in values]
+    probes = _run_probes(config, probe_timeout) if probe else []
+    failed = [result for result in probes if result["status"] != "ok"]
     if as_json:
-        echo_json({"files": files, "values": values, **({"check": "ok"} if check else {})})
+        echo_json(
+            {
+                "files": files,
+                "values": values,
+                **({"check": "ok"} if check else {}),
+                **({"probes": probes} if probe else {}),
+            }
+        )
+        if failed:
+            click.get_current_context().exit(EXIT_PROBE_FAILED)
         return
     if files:
         click.echo("read: " + ", ".join(files))
@@ -379,6 +421,115 @@ def config_command(check: bool, as_json: bool) -> None:
         click.echo("no settings (every capability uses its default)")
     if check:
         click.echo("check: the configuration is valid")
+    if probe:
+        _echo_probes(probes)
+        if failed:
+            click.echo(
+                f"Error: {len(failed)} of {len(probes)} probe(s) failed: "
+                + ", ".join(str(result["name"]) for result in failed)
+                + "; fix what each says above, then run pai config --check --probe again",
+                err=True,
+            )
+            click.get_current_context().exit(EXIT_PROBE_FAILED)
+
+
+def _masked_value(key: str, value: object) -> object:
+    from pai.core._secrets import mask_value
+
+    return mask_value(key.rpartition(".")[2], value)
+
+
+def _masked_message(text: str) -> str:
+    """``text`` with secrets masked: values the configuration holds at secret keys, URL
+    passwords, secret-looking environment variables and token-shaped words."""
+    from pai.core._config import load_config
+    from pai.core._secrets import config_secrets, mask_text
+
+    try:
+        secrets = config_secrets(load_config().data)
+    except PaiError:  # a configuration that cannot be read holds no secret to look for
+        secrets = []
+    return mask_text(text, secrets)
+
+
+_ERROR_KEY = re.compile(
+    r"(?:\[|\b)((?:tool\.pai\.)?(?:capabilities|chat|model|storage)(?:\.[\w\"-]+)*)"
+    r"|configuration table \[([^\]\s]+)\]"
+)
+
+
+def _error_key(error: PaiError, message: str) -> str | None:
+    """The configuration key an error is about: the first one its message names, or the table
+    of the capability it names; ``None`` when it names none."""
+    matches = list(_ERROR_KEY.finditer(message))
+    assigned = [m for m in matches if message[m.end() :].lstrip(" ").startswith("=")]
+    found = (assigned or matches or [None])[0]
+    if found is not None:
+        key = found[1] or found[2]
+        return key.removeprefix("tool.pai.")
+    ids: Sequence[str] = getattr(error, "ids", ())
+    return f"capabilities.{ids[0]}" if ids else None
+
+
+def _echo_json_error(error: PaiError, config: PaiConfig | None, *, check: bool) -> NoReturn:
+    """Print ``error`` as JSON on stdout (for ``--json``) and exit with :data:`EXIT_USAGE`."""
+    from pai.core._config import config_file
+
+    message = _masked_message(str(error))
+    if config is not None:
+        files = [str(path) for path in config.files]
+    else:
+        try:
+            found = config_file()
+        except OSError:
+            found = None
+        files = [str(found)] if found is not None else []
+    echo_json(
+        {
+            "files": files,
+            **({"check": "failed"} if check else {}),
+            "error": {
+                "message": message,
+                "type": type(error).__name__,
+                "key": _error_key(error, message),
+                "file": files[0] if files else None,
+            },
+        }
+    )
+    click.get_current_context().exit(EXIT_USAGE)
+
+
+def _run_probes(config: PaiConfig, timeout: float) -> list[dict[str, object]]:
+    import anyio
+
+    from pai.core._plugins import get_plugins
+    from pai.core._probes import collect_probes, run_probes
+    from pai.core._secrets import config_secrets
+
+    probes = collect_probes(config, plugins=get_plugins())
+    results = anyio.run(
+        lambda: run_probes(probes, timeout=timeout, secrets=config_secrets(config.data))
+    )
+    return [
+        {
+            "name": result.name,
+            "status": result.status,
+            "seconds": result.seconds,
+            "error": result.error,
+        }
+        for result in results
+    ]
+
+
+def _echo_probes(probes: Sequence[Mapping[str, object]]) -> None:
+    if not probes:
+        click.echo("probe: nothing configured to probe (no [model], no probing plugin)")
+        return
+    for result in probes:
+        if result["status"] == "ok":
+            click.echo(f"probe {result['name']}: ok ({result['seconds']} s)")
+        else:
+            click.echo(f"probe {result['name']}: FAILED: {result['error']}")
 
 
 # -- pai generate ---------------------------------------------------------------------------------
@@ -497,6 +648,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 __all__ = [
+    "EXIT_PROBE_FAILED",
     "EXIT_USAGE",
     "PaiCliError",
     "PaiGroup",
