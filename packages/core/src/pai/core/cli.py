@@ -627,6 +627,9 @@ def create_cli(plugins: Plugins | None = None) -> click.Group:
     cli.add_command(plugins_command)
     cli.add_command(config_command)
     cli.add_command(chat_command)
+    from pai.core._cli_threads import threads_group  # it uses this module's helpers
+
+    cli.add_command(threads_group)
     cli.add_command(_new_generate_group())
     if plugins is None:
         from pai.core._plugins import get_plugins
