@@ -28,7 +28,9 @@ pytestmark = pytest.mark.anyio
 CSV = next(e for e in generated if e.name == "csv-report")
 PDF = next(e for e in generated if e.name == "pdf-forms")
 FOLDER = "/workspace/.skills/csv-report"
+# A copy first replaces the marker with a pending one, then writes the files and the new marker.
 CSV_COPY = [
+    f"{FOLDER}/{MARKER}",
     f"{FOLDER}/data/sample.csv",
     f"{FOLDER}/scripts/count.sh",
     f"{FOLDER}/{MARKER}",

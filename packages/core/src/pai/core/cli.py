@@ -8,6 +8,8 @@ through the ``pai_cli`` hook (pai-sandbox adds ``pai providers``, ``pai sandbox 
 
     pai plugins [--json]     the plugins of the ``pai`` entry-point group and what became of them
     pai config  [--json]     the resolved configuration: each key, its value, where it came from
+                             (secrets as ***); --check validates it as a runtime would,
+                             --probe also asks live things (model, sandbox) whether they answer
     pai chat [MODULE:AGENT]  talk to your agent, streamed (--model PROVIDER:NAME, --thread ID);
                              without MODULE:AGENT, the agent ``[chat] agent`` configures
     pai generate ...         code generators plugins add (``pai generate`` alone lists them)

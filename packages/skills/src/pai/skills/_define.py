@@ -21,14 +21,9 @@ if TYPE_CHECKING:
     from typing_extensions import TypeForm
 
 from pai.core import Tool, ToolContext, ToolEnabledInput, ToolEntry, define_tool
-from pai.sandbox import (
-    FileWrite,
-    Sandbox,
-    SandboxFileNotFoundError,
-    SandboxFileTooLargeError,
-    SeedFile,
-)
+from pai.sandbox import FileWrite, Sandbox, SeedFile
 from pai.sandbox import sandbox as sandbox_token
+from pai.skills._copy import CopyPlan, ensure_copy, is_relative_path, marker_bytes
 from pai.skills._entry import (
     MARKER,
     NAME_PATTERN,
@@ -40,7 +35,6 @@ from pai.skills._entry import (
     copies_files,
     file_bytes,
     is_binary,
-    marker_text,
     skill_version,
 )
 from pai.skills._errors import DuplicateSkillError, SkillDefinitionError
@@ -162,14 +156,7 @@ def _check_files(name: str, entry: SkillEntry[Any]) -> None:
     seen: set[str] = set()
     for file in entry.files:
         path = cast(object, file.get("path"))  # hand-written entries are not checked statically
-        if (
-            not isinstance(path, str)
-            or not path
-            or "\x00" in path
-            or path.startswith(("/", "../"))
-            or posixpath.normpath(path) != path
-            or path == ".."
-        ):
+        if not is_relative_path(path):
             raise SkillDefinitionError(
                 f"skill {name!r} has a file path {path!r}; file paths are relative to the skill "
                 "folder, normalized, without '..' (regenerate with `pai generate skills`)"
@@ -217,19 +204,10 @@ def _check_entries(skills: object) -> list[SkillEntry[Any]]:
     return entries
 
 
-@dataclass(frozen=True, slots=True)
-class _Copy:
-    """What loading a sandbox skill writes: its files, then its marker."""
-
-    folder: str
-    marker_path: str
-    marker: bytes
-    writes: tuple[FileWrite, ...]
-
-
-def _copy_plan(entry: SkillEntry[Any], sandbox_dir: str) -> _Copy:
+def _copy_plan(entry: SkillEntry[Any], sandbox_dir: str) -> CopyPlan:
     folder = f"{sandbox_dir}/{entry.name}"
-    marker = marker_text(entry, skill_version(entry)).encode()
+    paths = tuple(file["path"] for file in entry.files)
+    marker = marker_bytes(entry.name, skill_version(entry), sorted(paths))
     writes = [
         FileWrite(
             f"{folder}/{file['path']}",
@@ -239,7 +217,15 @@ def _copy_plan(entry: SkillEntry[Any], sandbox_dir: str) -> _Copy:
         for file in entry.files
     ]
     writes.append(FileWrite(f"{folder}/{MARKER}", marker))
-    return _Copy(folder, f"{folder}/{MARKER}", marker, tuple(writes))
+    return CopyPlan(
+        name=entry.name,
+        sandbox_dir=sandbox_dir,
+        folder=folder,
+        marker_path=f"{folder}/{MARKER}",
+        marker=marker,
+        paths=paths,
+        writes=tuple(writes),
+    )
 
 
 def _clean_path(path: str) -> str:
@@ -356,7 +342,7 @@ class Skills(Generic[NameT, ContextT]):
         self._files: dict[str, dict[str, SkillFile]] = {
             entry.name: {file["path"]: file for file in entry.files} for entry in self.skills
         }
-        self._copies: dict[str, _Copy] = (
+        self._copies: dict[str, CopyPlan] = (
             {
                 entry.name: _copy_plan(entry, sandbox_dir)
                 for entry in self.skills
@@ -477,8 +463,9 @@ class Skills(Generic[NameT, ContextT]):
             environment_reset=True if reset else None,
         )
 
-    async def _ensure_copy(self, sandbox: Sandbox, copy: _Copy) -> bool:
-        """Check the skill's copy in the sandbox; write it in one batch when missing or stale.
+    async def _ensure_copy(self, sandbox: Sandbox, copy: CopyPlan) -> bool:
+        """Check the skill's copy in the sandbox; copy it when missing or stale, removing what
+        an earlier version wrote and this one no longer has (see ``_copy``).
 
         Loads of one skill into one sandbox take turns (the model may load a skill and its files
         in one step), so the first copies and the others find the marker current. Returns
@@ -490,12 +477,7 @@ class Skills(Generic[NameT, ContextT]):
             lock = self._copying[key] = anyio.Lock()
         async with lock:
             resets = sandbox.environment_resets
-            try:
-                current = await sandbox.read_file(copy.marker_path) == copy.marker
-            except (SandboxFileNotFoundError, SandboxFileTooLargeError):
-                current = False  # missing, or something else sits there: copy the skill again
-            if not current:
-                await sandbox.write_files(copy.writes)
+            await ensure_copy(sandbox, copy)
             return sandbox.environment_resets != resets
 
     def __repr__(self) -> str:

@@ -120,7 +120,3 @@ def skill_version(entry: SkillEntry[str]) -> str:
         digest.update(b"\0%s\0%s\0%d\0" % (file["path"].encode(), executable, len(content)))
         digest.update(content)
     return digest.hexdigest()
-
-
-def marker_text(entry: SkillEntry[str], version: str) -> str:
-    return f"pai-skill {entry.name} {version}\n"
