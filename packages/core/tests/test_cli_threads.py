@@ -315,13 +315,32 @@ def test_chat_says_at_exit_which_sandbox_it_leaves_and_how_to_remove_it() -> Non
     result = invoke("chat", "--thread", thread, stdin="hi\n")
 
     key = f"pai1.thread.sandbox.cli.{thread}"
-    assert f"thread {thread} leaves its sandbox {key} (provider 'inmemory')" in result.stderr
-    assert f"`pai threads rm {thread}`" in result.stderr
+    assert f"thread {thread} leaves its sandbox {key} (provider 'inmemory')." in result.stderr
+    assert f"`pai threads rm {thread}` (the thread and its sandbox)" in result.stderr
     assert f"`pai sandbox rm {key}`" in result.stderr
 
 
-def test_the_exit_message_names_the_target_and_scope_rm_needs() -> None:
-    result = invoke("chat", "shell:coder", "--scope", "acme", stdin="hi\n")
+def test_a_chat_that_used_no_sandbox_says_none_is_left() -> None:
+    result = invoke("chat", stdin="hello\n")
 
     assert result.exit_code == 0, result.output
-    assert "--target shell:coder --scope acme`" in result.stderr
+    assert "come back to it with" in result.stderr
+    assert "leaves its sandbox" not in result.stderr
+
+
+def test_the_exit_message_names_the_target_and_scope_rm_needs() -> None:
+    result = invoke("chat", "shell:coder", "--scope", "acme", stdin="run echo hi\n")
+
+    assert result.exit_code == 0, result.output
+    assert "--target shell:coder --scope acme` (the thread and its sandbox)" in result.stderr
+
+
+def test_without_storage_the_exit_message_says_the_thread_ends_but_the_sandbox_may_not() -> None:
+    Path("pai.toml").write_text('[capabilities.sandbox]\nprovider = "inmemory"\n')
+
+    result = invoke("chat", "shell:coder", stdin="run echo hi\n")
+
+    assert result.exit_code == 0, result.output
+    assert "The thread itself ends now: no [storage] is configured." in result.stderr
+    assert "`pai sandbox rm pai1.thread.sandbox.cli." in result.stderr
+    assert "pai threads rm" not in result.stderr

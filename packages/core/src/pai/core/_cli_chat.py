@@ -90,6 +90,6 @@ def chat_command(
             try:
                 await chat(thread, prompt=stdin_is_terminal())
             finally:
-                say_what_stays(target, thread.id)
+                await say_what_stays(target, thread.id)
 
     anyio.run(run)

@@ -28,7 +28,7 @@ from pai.core.cli import echo_json, echo_table, fail, json_option, note
 
 if TYPE_CHECKING:
     from pai.core._admin import ThreadHandle
-    from pai.core._chat_target import ChatTarget, TargetSpec
+    from pai.core._chat_target import ChatTarget, InstanceNote, TargetSpec
     from pai.core._config import PaiConfig
     from pai.core._lifecycle import RuntimeErrorEvent
     from pai.core._messages import Message
@@ -493,16 +493,45 @@ def _rm_hint(target: ChatTarget, thread_id: str) -> str:
     return " ".join(_shell(word) for word in words)
 
 
-def say_what_stays(target: ChatTarget, thread_id: str) -> None:
-    """At the end of a chat: which capability instances (the sandbox) the thread leaves, and how
-    to remove them."""
-    from pai.core._chat_target import is_process_local
+async def instances_used(target: ChatTarget, thread_id: str) -> list[InstanceNote]:
+    """The capability instances thread ``thread_id`` owns that something in it used.
+
+    Instances are made on first use, so an instance only exists when a tool declaring its
+    capability ran in the thread (its result is stored). A capability some command or subagent
+    declares may have been used without a trace in the thread: it counts as used.
+    """
+    from pai.core._messages import ToolResultMessage
 
     notes = target.thread_instances(thread_id)
     if not notes:
-        return
-    stored = not is_process_local(target.storage)
+        return []
+    ran = {
+        message.tool_name
+        for message in await target.storage.get_messages(thread_id)
+        if isinstance(message, ToolResultMessage)
+    }
+    agent = target.agent
+    used: list[InstanceNote] = []
     for each in notes:
+        declaring = {
+            name
+            for name, tool in agent.tools.items()
+            if any(cap.id == each.capability_id for cap in tool.capabilities.values())
+        }
+        requirement = agent.requirements.get(each.capability_id)
+        elsewhere = requirement is not None and len(requirement.declared_by) > len(declaring)
+        if elsewhere or ran & declaring:
+            used.append(each)
+    return used
+
+
+async def say_what_stays(target: ChatTarget, thread_id: str) -> None:
+    """At the end of a chat: which capability instances (the sandbox) the thread leaves, with
+    provider and key, and how to remove them. Says nothing when no instance was used."""
+    from pai.core._chat_target import is_process_local
+
+    stored = not is_process_local(target.storage)
+    for each in await instances_used(target, thread_id):
         if each.provider is not None:
             provider = f"provider {each.provider!r}"
         elif target.kind == "agent":
@@ -514,10 +543,10 @@ def say_what_stays(target: ChatTarget, thread_id: str) -> None:
         if each.capability_id == "sandbox":
             ways.append(f"`pai sandbox rm {_shell(each.key)}`")
         how = " or ".join(ways) if ways else "the provider's own tools"
-        ends = "" if stored else "; the thread itself ends now (no [storage] is configured)"
+        ends = " The thread itself ends now: no [storage] is configured." if not stored else ""
         note(
-            f"thread {thread_id} leaves its {noun} {each.key} ({provider}) unless the provider "
-            f"keeps it in process memory{ends}; remove it with {how}"
+            f"thread {thread_id} leaves its {noun} {each.key} ({provider}).{ends} Unless the "
+            f"provider keeps it in this process only, it stays until removed: {how}"
         )
 
 
@@ -527,6 +556,7 @@ __all__ = [
     "ThreadsView",
     "chat_thread",
     "describe_storage",
+    "instances_used",
     "message_lines",
     "say_what_stays",
     "threads_group",
