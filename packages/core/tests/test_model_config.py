@@ -289,3 +289,45 @@ def test_a_misspelt_model_table_is_an_error_naming_the_tables(tmp_path: Path) ->
 
     with pytest.raises(ConfigError, match=r"did you mean 'model'\?"):
         load_config(tmp_path, environ=NO_ENV)
+
+
+# -- secrets in [model.<provider>] ----------------------------------------------------------------
+
+SECRET = "acme-Zq81xTfA0b9Kc2LmQ77vWbN4"
+
+
+@pytest.mark.parametrize("key", ["api_key", "token", "password", "client_secret"])
+def test_a_secret_key_a_provider_does_not_take_is_refused_without_its_value(
+    tmp_path: Path, key: str
+) -> None:
+    config = config_in(tmp_path, f'[model.acme]\n{key} = "{SECRET}"\n')
+
+    with pytest.raises(ConfigError) as caught:
+        check_model_config(config, plugins=acme_plugins())
+
+    message = str(caught.value)
+    assert message.startswith(f"model.acme.{key} ({tmp_path / 'pai.toml'})")
+    assert "secrets never go in configuration files" in message
+    assert "reads its key from the environment" in message  # acme has no *_env option
+    assert SECRET not in message
+
+
+def test_a_wrong_value_of_a_provider_option_named_like_a_secret_is_masked(
+    tmp_path: Path,
+) -> None:
+    class Tokened(BaseModel):
+        model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+        auth_token: int = 0
+
+    registration = ModelRegistration(
+        name="acme", factory=build_acme, options=Tokened, description="", install_hint=""
+    )
+    config = config_in(
+        tmp_path, f'[model]\nprovider = "acme"\nname = "m"\n[model.acme]\nauth_token = "{SECRET}"\n'
+    )
+
+    with pytest.raises(ConfigError) as caught:
+        check_model_config(config, plugins=acme_plugins(registration))
+
+    assert "model.acme.auth_token = '***'" in str(caught.value)
+    assert SECRET not in str(caught.value)

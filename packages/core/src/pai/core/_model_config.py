@@ -286,7 +286,7 @@ def model_from_config(config: PaiConfig, *, plugins: Plugins | None = None) -> M
         )
     provider = cast("str", section["provider"]).strip()
     name = cast("str", section["name"]).strip()
-    where = (
+    where = mask_text(
         f"[model] provider = {provider!r} ({origin_of(config, ('model', 'provider'))}), "
         f"name = {name!r}"
     )
