@@ -4,9 +4,13 @@ file, the in-memory sandbox and scripted models, through the real CLI (click's r
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -344,3 +348,61 @@ def test_without_storage_the_exit_message_says_the_thread_ends_but_the_sandbox_m
     assert "The thread itself ends now: no [storage] is configured." in result.stderr
     assert "`pai sandbox rm pai1.thread.sandbox.cli." in result.stderr
     assert "pai threads rm" not in result.stderr
+
+
+# -- on Docker: the container a chat leaves, and rm removing it ---------------------------------
+
+DOCKER_IMAGE = os.environ.get("PAI_DOCKER_TEST_IMAGE", "pai-test-busybox:latest")
+
+
+@pytest.fixture
+def docker_namespace(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
+    """A Docker client and a fresh namespace for the containers of one test (removed after);
+    skips without an engine and the test image."""
+    docker = pytest.importorskip("docker", reason="the docker SDK (pai-sandbox-docker) is needed")
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get(DOCKER_IMAGE)
+    except Exception as error:
+        pytest.skip(f"no usable Docker engine with image {DOCKER_IMAGE!r}: {error}")
+    namespace = f"pai-test-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-sandbox,pai-sandbox-docker")
+    try:
+        yield client, namespace
+    finally:
+        for container in client.containers.list(
+            all=True, filters={"label": f"pai.namespace={namespace}"}
+        ):
+            container.remove(force=True)
+        client.close()
+
+
+def test_on_docker_chat_names_the_container_it_leaves_and_rm_removes_it(
+    docker_namespace: tuple[Any, str],
+) -> None:
+    client, namespace = docker_namespace
+    Path("pai.toml").write_text(
+        '[storage]\nurl = "sqlite:///threads.db"\n\n'
+        '[capabilities.sandbox]\nprovider = "docker"\n\n'
+        f'[capabilities.sandbox.docker]\nimage = "{DOCKER_IMAGE}"\nnamespace = "{namespace}"\n\n'
+        '[chat]\nagent = "shell:coder"\n'
+    )
+
+    def containers() -> list[Any]:
+        return client.containers.list(all=True, filters={"label": f"pai.namespace={namespace}"})
+
+    result = invoke("chat", stdin="run echo hi\n")
+    assert result.exit_code == 0, result.output
+    assert "ran: hi" in result.stdout
+    [line] = [line for line in result.stderr.splitlines() if "come back to it with" in line]
+    thread = line.split()[2]
+    key = f"pai1.thread.sandbox.cli.{thread}"
+    assert f"leaves its sandbox {key} (provider 'docker')." in result.stderr
+    assert len(containers()) == 1
+
+    removed = invoke("threads", "rm", thread)
+
+    assert removed.exit_code == 0, removed.output
+    assert containers() == []
+    assert invoke("threads", "show", thread).exit_code == 1
