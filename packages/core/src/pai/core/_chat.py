@@ -5,7 +5,12 @@
     pai chat myapp.agents:coder                    # the agent object `coder` of myapp/agents.py
     pai chat myapp.agents:coder --model openai:gpt-4.1-mini
     pai chat myapp.agents:coder --thread 4f0c...   # go on with a stored thread
+    pai chat myapp.agents:coder --continue         # go on with its latest thread
+    pai chat myapp.server:make_app --agent coder   # an agent of a create_pai(...) app
     pai chat                                       # the agent [chat] configures
+
+The target may be an agent, a ``create_pai(...)`` app, a runtime, or a function returning one
+(:mod:`pai.core._chat_target` builds it); ``pai threads`` lists, shows and removes the threads.
 
 Without an agent argument, ``pai chat`` takes the agent the configuration names::
 

@@ -469,7 +469,9 @@ async def open_chat_target(
     runtime absorbs (a ``dispose`` that raised) where the runtime is built here (an agent, or
     any target given ``scope``); an app's own runtimes keep theirs. What cannot be built raises
     :class:`ChatTargetError`; what the target lacks to chat (a model) is in
-    :attr:`ChatTarget.problems`, for the caller to report.
+    :attr:`ChatTarget.problems`, for the caller to report. What is made here (the agent's
+    runtime, an app or runtime the named function returned) is closed on exit; an app or
+    runtime the module itself holds is left open, as its module owns it.
 
     Example::
 
