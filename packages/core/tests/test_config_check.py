@@ -168,3 +168,17 @@ def test_a_misspelt_table_from_the_environment_is_a_json_error_naming_the_key(
     assert data["error"]["key"] == "storge"
     assert data["error"]["file"] is None
     assert "PAI_STORGE__URL" in data["error"]["message"]
+
+
+def test_a_probe_timeout_without_probe_is_an_error_not_ignored() -> None:
+    result = invoke("config", "--probe-timeout", "3")
+
+    assert result.exit_code == 2
+    assert "add --probe" in result.stderr
+
+
+def test_a_probe_timeout_must_be_a_positive_number_of_seconds() -> None:
+    result = invoke("config", "--probe", "--probe-timeout", "0")
+
+    assert result.exit_code == 2
+    assert "--probe-timeout" in result.stderr

@@ -12,6 +12,7 @@ through the ``pai_cli`` hook (pai-sandbox adds ``pai providers``, ``pai sandbox 
                              --probe also asks live things (model, sandbox) whether they answer
     pai chat [MODULE:AGENT]  talk to your agent, streamed (--model PROVIDER:NAME, --thread ID);
                              without MODULE:AGENT, the agent ``[chat] agent`` configures
+    pai threads ls|show|rm   the stored threads of ``pai chat`` (--json, --scope KEY)
     pai generate ...         code generators plugins add (``pai generate`` alone lists them)
 
 Every listing takes ``--json`` (a JSON object with stable keys, for scripts). Output is a rich
@@ -373,6 +374,9 @@ def config_command(check: bool, probe: bool, probe_timeout: float, as_json: bool
     from pai.core._config_check import check_config, check_static
     from pai.core._plugins import get_plugins
 
+    source = click.get_current_context().get_parameter_source("probe_timeout")
+    if source is click.core.ParameterSource.COMMANDLINE and not probe:
+        fail("--probe-timeout sets how long each probe may take; add --probe to run the probes")
     check = check or probe
     config: PaiConfig | None = None
     try:
