@@ -58,7 +58,8 @@ def test_each_line_is_a_message_and_tool_calls_and_results_are_shown() -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         '  -> shout({"word": "hey"})',
-        "  <- shout [ok]: HEY",
+        "  <- shout:",
+        "     | HEY",
         "I shouted.",
         "Bye.",
     ]
@@ -98,7 +99,8 @@ def test_an_agent_without_any_model_says_how_to_give_it_one() -> None:
 
 TALKER_LINES = [
     '  -> shout({"word": "hey"})',
-    "  <- shout [ok]: HEY",
+    "  <- shout:",
+    "     | HEY",
     "I shouted.",
     "Bye.",
 ]

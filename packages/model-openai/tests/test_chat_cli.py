@@ -99,7 +99,7 @@ def test_chat_streams_the_answer_and_shows_each_tool_call_and_result(
 
     assert result.exit_code == 0, result.output
     assert '-> run({"command": "echo sandboxed"})' in result.stdout
-    assert "<- run [ok]: sandboxed" in result.stdout
+    assert "  <- run:\n     | sandboxed\n" in result.stdout
     assert "The command printed sandboxed.\n" in result.stdout
     assert result.stdout.rstrip().endswith("Bye.")
     assert "come back to it with --thread" in result.stderr

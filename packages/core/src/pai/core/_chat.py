@@ -22,24 +22,42 @@ An argument wins over the configuration. The module is imported from the working
 folder of the configuration file, or the installed packages.
 
 Each line you type is one message; the answer streams as it comes, with each tool call and its
-result. The agent runs with what configuration gives it: its model (or ``--model``, or
-``[model]``), its capabilities (``[capabilities.<id>]``, the sandbox among them) and its storage
+result (a command's exit code and its stdout and stderr, as ``pai demo`` shows them). The agent
+runs with what configuration gives it: its model (or ``--model``/``-m``, or ``[model]``), its
+capabilities (``[capabilities.<id>]``, the sandbox among them) and its storage
 (``[storage]``). Ctrl-C cancels the run in progress (the thread keeps every step completed
 before it, and nothing of the interrupted answer); Ctrl-C at the prompt, or end of input
 (Ctrl-D), ends the chat.
+
+On a terminal the chat starts with a banner (agent, model, capabilities with their provider,
+thread), lines are edited with ``readline`` and kept in :func:`history_path` (up-arrow recalls
+them), answers render as Markdown, and a spinner runs while tools run; piped, it prints plain
+text. ``/help``, ``/thread``, ``/new`` and ``/exit`` are commands (:data:`COMMANDS`).
+
+``pai chat myapp.agents:coder -p "question"`` sends one message, prints the answer and exits.
+A chat that is not interactive (``-p``, or piped input) stops at the first failed answer and
+exits with status 1; an interactive one reports the error and goes on.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
+import re
 import signal
 import sys
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import click
 
+from pai.core._chat_render import ChatView, PlainView, RunPrinter
 from pai.core._chat_target import (
     CHAT_KEYS,
     ChatTargetError,
@@ -48,16 +66,40 @@ from pai.core._chat_target import (
     load_agent,
     no_agent_message,
 )
-from pai.core._errors import PaiError
-from pai.core._messages import ToolCall
-from pai.core._model import TextDelta, ToolCallFinished
-from pai.core._run_events import DelegatedRunEvent, RunEvent, RunFinished, ToolCallResult
+from pai.core._config import PaiConfig, capability_section, did_you_mean
+from pai.core._errors import ConfigError, PaiError
 
 if TYPE_CHECKING:
     from pai.core._admin import ThreadHandle
+    from pai.core._agent import Agent
 
-RESULT_PREVIEW = 300
-"""How many characters of a tool result the chat shows."""
+COMMANDS = {
+    "help": "list these commands",
+    "thread": "show this thread's id, to come back to it with --thread",
+    "new": "start a new thread (the agent forgets this conversation)",
+    "exit": "end the chat (so do Ctrl-D and /quit)",
+}
+"""The chat's commands: a line that is ``/`` and one of these words (``//`` sends a ``/``)."""
+
+_COMMAND = re.compile(r"/([A-Za-z]+)")
+_PROMPT = "\x01\x1b[1;36m\x02you>\x01\x1b[0m\x02 "
+"""The prompt on a terminal (readline counts what is between \\x01 and \\x02 as zero-width)."""
+
+
+@dataclass(slots=True)
+class ChatOutcome:
+    """How a chat went: answers completed, failed (an error), and cancelled (Ctrl-C)."""
+
+    completed: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    thread_id: str | None = None
+    """The thread the chat ended on (``/new`` switches)."""
+
+    def exit_code(self) -> int:
+        """The exit status of a chat that is not interactive: 1 after a failed answer (or a
+        command that failed), else 0 (an answer cancelled with Ctrl-C is not a failure)."""
+        return 1 if self.failed else 0
 
 
 @dataclass(slots=True)
@@ -68,58 +110,131 @@ class _Chat:
     interrupted: bool = False
 
 
-def _say(text: str, *, newline: bool = False, err: bool = False) -> None:
-    click.echo(text, nl=newline, err=err)
-    (sys.stderr if err else sys.stdout).flush()
+def _note(text: str) -> None:
+    click.echo(text, err=True)
+    sys.stderr.flush()
 
 
-def _call_text(call: ToolCall, prefix: str) -> str:
-    arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
-    return f"{prefix}-> {call.name}({arguments})"
+def history_path() -> Path:
+    """Where ``pai chat`` keeps the lines typed: ``$XDG_STATE_HOME/pai/history``, by default
+    ``~/.local/state/pai/history`` (a relative ``XDG_STATE_HOME`` is ignored, as the XDG
+    specification says)."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and Path(state).is_absolute() else Path.home() / ".local" / "state"
+    return base / "pai" / "history"
 
 
-def _preview(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= RESULT_PREVIEW else line[: RESULT_PREVIEW - 3] + "..."
+class _LineEditing:
+    """Line editing and history for a terminal (stdlib ``readline``), the history in
+    :func:`history_path`, readable by its owner only; the terminal's modes restored at the end
+    (a prompt left waiting at Ctrl-C must not leave it raw)."""
 
-
-class _Renderer:
-    """Prints a run's events: text as it streams, a line per tool call and per result."""
+    HISTORY_LENGTH = 1000
 
     def __init__(self) -> None:
-        self.mid_line = False
+        self.path = history_path()
+        self._readline: Any = None
+        self._terminal: Any = None
+        try:
+            import termios
 
-    def _line(self, text: str) -> None:
-        if self.mid_line:
-            _say("", newline=True)
-            self.mid_line = False
-        _say(text, newline=True)
+            self._terminal = (termios, termios.tcgetattr(sys.stdin.fileno()))
+        except (ImportError, OSError, ValueError):  # not a POSIX terminal
+            self._terminal = None
+        try:
+            import readline
+        except ImportError:
+            _note("pai: no line editing or history: this Python has no readline module")
+            return
+        self._readline = readline
+        readline.set_history_length(self.HISTORY_LENGTH)
+        if self.path.exists():
+            try:
+                readline.read_history_file(str(self.path))
+            except OSError as error:
+                _note(f"pai: the chat history at {self.path} could not be read ({error})")
 
-    def show(self, event: RunEvent, prefix: str = "") -> None:
-        match event:
-            case TextDelta(text=piece) if not prefix:
-                _say(piece)
-                self.mid_line = not piece.endswith("\n")
-            case ToolCallFinished(call=call):
-                self._line(_call_text(call, "  " + prefix))
-            case ToolCallResult(result=result):
-                mark = "error" if result.is_error else "ok"
-                self._line(f"  {prefix}<- {result.tool_name} [{mark}]: {_preview(result.content)}")
-            case DelegatedRunEvent(agent_name=name, event=inner):
-                self.show(inner, f"{prefix}[{name}] ")
-            case RunFinished() if not prefix:
-                if self.mid_line:
-                    _say("", newline=True)
-                    self.mid_line = False
-            case _:
-                pass
+    def save(self) -> None:
+        """Write the history back (creating its folder), and restore the terminal."""
+        if self._terminal is not None:
+            termios, attributes = self._terminal
+            with contextlib.suppress(OSError, ValueError):
+                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, attributes)
+        if self._readline is None:
+            return
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._readline.write_history_file(str(self.path))
+            self.path.chmod(0o600)
+        except OSError as error:
+            _note(
+                f"pai: the chat history was not saved to {self.path} ({error}); set "
+                "XDG_STATE_HOME to a folder you can write"
+            )
 
 
-async def chat(thread: ThreadHandle, *, prompt: bool) -> int:
-    """Read messages from stdin until end of input, streaming each answer; returns the number
-    of runs that completed."""
+async def _read_line(prompt: str | None) -> str | None:
+    """The next line of input (``None`` at its end), read in a daemon thread: a prompt still
+    waiting when the chat ends (Ctrl-C) must not keep the process alive."""
+    done = anyio.Event()
+    box: list[str | None] = []
+    errors: list[BaseException] = []
+    token = anyio.lowlevel.current_token()
+
+    def read() -> None:
+        try:
+            if prompt is None:
+                box.append(sys.stdin.readline() or None)
+            else:
+                try:
+                    box.append(input(prompt))
+                except EOFError:
+                    box.append(None)
+        except BaseException as error:  # handed to the chat, which raises it
+            errors.append(error)
+        with contextlib.suppress(Exception):  # the chat has ended meanwhile
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=read, name="pai-chat-input", daemon=True).start()
+    await done.wait()
+    if errors:
+        raise errors[0]
+    return box[0]
+
+
+async def chat(
+    thread: ThreadHandle,
+    *,
+    interactive: bool,
+    messages: Sequence[str] | None = None,
+    new_thread: Callable[[], Awaitable[ThreadHandle]] | None = None,
+    view: ChatView | None = None,
+    banner: str | None = None,
+    outcome: ChatOutcome | None = None,
+) -> ChatOutcome:
+    """Chat on ``thread``: each message streamed to ``view``, its answer shown as it comes.
+
+    The messages are ``messages`` when given (``pai chat -p``), else the lines of stdin: typed
+    at a prompt with line editing and history when ``interactive``, piped otherwise. A failed
+    answer is reported on stderr; an interactive chat goes on, any other stops there (its
+    :meth:`ChatOutcome.exit_code` is then 1). Ctrl-C cancels the answer in progress and the
+    chat goes on, in either. ``new_thread`` makes the thread ``/new``
+    switches to; ``banner`` is printed on stderr first. ``outcome`` is filled as the chat goes
+    (pass one to read it after a failure).
+    """
     state = _Chat()
-    completed = 0
+    outcome = outcome if outcome is not None else ChatOutcome()
+    outcome.thread_id = thread.id
+    view = view if view is not None else PlainView()
+    editing = _LineEditing() if interactive and messages is None else None
+    pending = list(messages) if messages is not None else None
+    if banner:
+        _note(banner)
+
+    async def next_message() -> str | None:
+        if pending is not None:
+            return pending.pop(0) if pending else None
+        return await _read_line(_PROMPT if editing is not None else None)
 
     async def watch_interrupts(scope: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGINT) as signals:
@@ -131,51 +246,171 @@ async def chat(thread: ThreadHandle, *, prompt: bool) -> int:
                     scope.cancel()  # Ctrl-C at the prompt: the chat ends
                     return
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(watch_interrupts, tg.cancel_scope)
-        while True:
-            if prompt:
-                _say("you> ")
-            line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
-            if not line:
-                break
-            text = line.strip()
-            if not text:
-                continue
-            renderer = _Renderer()
-            with anyio.CancelScope() as scope:
-                state.current = scope
-                try:
-                    async for event in thread.stream(text):
-                        renderer.show(event)
-                except PaiError as error:  # a model or tool failure: say it, keep chatting
-                    if renderer.mid_line:
-                        _say("", newline=True)
-                    _say(f"Error: {error}", newline=True, err=True)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_interrupts, tg.cancel_scope)
+            while True:
+                line = await next_message()
+                if line is None:
+                    break
+                text = line.strip()
+                if not text:
                     continue
-                finally:
-                    state.current = None
-            if scope.cancelled_caught or state.interrupted:
-                state.interrupted = False
-                if renderer.mid_line:
-                    _say("", newline=True)
-                _say(
-                    "pai: cancelled; the thread keeps what was said before this answer",
-                    newline=True,
-                    err=True,
-                )
-                continue
-            completed += 1
-        tg.cancel_scope.cancel()
-    return completed
+                command = _COMMAND.fullmatch(text.split(maxsplit=1)[0])
+                if command is not None:
+                    name = command.group(1).lower()
+                    if name in ("exit", "quit"):
+                        break
+                    switched = await _command(name, text, thread, new_thread)
+                    if switched is not None:
+                        thread = switched
+                        outcome.thread_id = thread.id
+                    elif not interactive:  # a script with a wrong command stops there
+                        outcome.failed += 1
+                        break
+                    continue
+                if text.startswith("//"):
+                    text = text[1:]
+                printer = RunPrinter(view)
+                with anyio.CancelScope() as scope:
+                    state.current = scope
+                    try:
+                        async for event in thread.stream(text):
+                            printer.show(event)
+                    except PaiError as error:  # a model or tool failure: say it
+                        printer.finish()
+                        _note(f"Error: {error}")
+                        outcome.failed += 1
+                        if interactive:
+                            continue
+                        break
+                    finally:
+                        state.current = None
+                if scope.cancelled_caught or state.interrupted:
+                    state.interrupted = False
+                    printer.finish()
+                    _note("pai: cancelled; the thread keeps what was said before this answer")
+                    outcome.cancelled += 1
+                    continue
+                outcome.completed += 1
+            tg.cancel_scope.cancel()
+    finally:
+        if editing is not None:
+            editing.save()
+    if outcome.failed and not interactive:
+        _note("pai: stopped at the failed answer; the messages after it were not sent")
+    return outcome
+
+
+def chat_view(*, terminal: bool) -> ChatView:
+    """How the chat shows answers: Markdown and a spinner on a terminal, plain text otherwise."""
+    if terminal:
+        from pai.core._chat_render import RichView
+
+        return RichView()
+    return PlainView()
+
+
+def model_label(model: object, model_name: str | None = None) -> str:
+    """The model as the banner names it: ``--model``'s value, else its class and name."""
+    if model_name:
+        return model_name
+    if model is None:
+        return "none"
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "name", None)
+    kind = type(model).__name__
+    return f"{kind} {name!r}" if isinstance(name, str) and name else kind
+
+
+def capability_labels(agent: Agent, config: PaiConfig | None) -> list[str]:
+    """Each capability the agent needs, with the provider configuration names for it."""
+    labels: list[str] = []
+    for cap_id in sorted(agent.requirements):
+        provider: object = None
+        if config is not None:
+            with contextlib.suppress(ConfigError):  # the runtime already checked it
+                found = capability_section(config, cap_id)
+                if found is not None:
+                    provider = found[1].get("provider")
+        labels.append(f"{cap_id} {provider!r}" if isinstance(provider, str) else cap_id)
+    return labels
+
+
+def chat_banner(
+    agent: Agent,
+    model_name: str | None,
+    config: PaiConfig | None,
+    thread_id: str,
+    interactive: bool,
+) -> str | None:
+    """The lines an interactive chat starts with: the agent, its model, its capabilities (the
+    sandbox's provider), the thread, and how to get help; ``None`` when not interactive."""
+    if not interactive:
+        return None
+    parts = [f"agent {agent.name!r}", f"model {model_label(agent.model, model_name)}"]
+    capabilities = capability_labels(agent, config)
+    if capabilities:
+        parts.append("capabilities: " + ", ".join(capabilities))
+    parts.append(f"thread {thread_id}")
+    return (
+        "pai chat: "
+        + " · ".join(parts)
+        + "\n/help lists the commands; Ctrl-C cancels an answer, Ctrl-D or /exit ends the chat"
+    )
+
+
+async def _command(
+    name: str,
+    text: str,
+    thread: ThreadHandle,
+    new_thread: Callable[[], Awaitable[ThreadHandle]] | None,
+) -> ThreadHandle | None:
+    """Run the chat command ``name``: the thread to go on with, ``None`` when it failed."""
+    if name == "help":
+        width = max(len(each) for each in COMMANDS) + 1
+        lines = [f"  /{each:<{width}} {what}" for each, what in COMMANDS.items()]
+        _note(
+            "commands:\n"
+            + "\n".join(lines)
+            + "\n  (a line starting with // is sent as a message starting with /)"
+        )
+        return thread
+    if name == "thread":
+        _note(f"pai: thread {thread.id} (come back to it with --thread {thread.id})")
+        return thread
+    if name == "new":
+        if new_thread is None:
+            _note("pai: /new is not available here")
+            return None
+        fresh = await new_thread()
+        _note(
+            f"pai: new thread {fresh.id}; the previous one was {thread.id} (come back to it "
+            f"with --thread {thread.id})"
+        )
+        return fresh
+    hint = did_you_mean(name, [*COMMANDS, "quit"], show=lambda each: f"'/{each}'")
+    _note(
+        f"pai: unknown command {text.split()[0]!r}; {hint}/help lists the commands (start the "
+        "line with // to send it as a message)"
+    )
+    return None
 
 
 __all__ = [
     "CHAT_KEYS",
+    "COMMANDS",
+    "ChatOutcome",
     "ChatTargetError",
+    "capability_labels",
     "chat",
     "chat_agent_from_config",
+    "chat_banner",
+    "chat_view",
     "configured_agent",
+    "history_path",
     "load_agent",
+    "model_label",
     "no_agent_message",
 ]

@@ -8,6 +8,14 @@ import click
 @click.command("chat")
 @click.argument("agent", required=False, metavar="MODULE:AGENT")
 @click.option(
+    "-p",
+    "--prompt",
+    "prompt_text",
+    metavar="MESSAGE",
+    help="Send this one message, print the answer and exit (1 when the answer failed).",
+)
+@click.option(
+    "-m",
     "--model",
     "model_name",
     metavar="PROVIDER:NAME",
@@ -38,6 +46,7 @@ import click
 )
 def chat_command(
     agent: str | None,
+    prompt_text: str | None,
     model_name: str | None,
     thread_id: str | None,
     latest: bool,
@@ -53,10 +62,15 @@ def chat_command(
     The model, capabilities (the sandbox among them) and storage come from the configuration.
     Ctrl-C cancels the answer in progress and keeps the thread; Ctrl-C at the prompt or end of
     input (Ctrl-D) ends the chat. The thread's id is printed, to come back with --thread.
+
+    -p "question" sends one message, prints the answer and exits. Piped input or -p stops at
+    the first failed answer with exit status 1. On a terminal: line editing and history
+    ($XDG_STATE_HOME/pai/history), Markdown answers, and the commands /help, /thread, /new,
+    /exit.
     """
     import anyio
 
-    from pai.core._chat import chat
+    from pai.core._chat import ChatOutcome, chat, chat_banner, chat_view
     from pai.core._chat_target import (
         lacks_message,
         no_agent_message,
@@ -66,8 +80,12 @@ def chat_command(
     )
     from pai.core._cli_threads import chat_thread, say_what_stays
     from pai.core._plugins import get_plugins
-    from pai.core.cli import fail, load_checked_config, stdin_is_terminal
+    from pai.core.cli import fail, load_checked_config, stdin_is_terminal, stdout_is_terminal
 
+    if prompt_text is not None and not prompt_text.strip():
+        fail('-p/--prompt needs a message, e.g. pai chat myapp.agents:coder -p "hello"')
+    interactive = prompt_text is None and stdin_is_terminal()
+    outcome = ChatOutcome()
     config = load_checked_config()
     spec = target_spec(config, agent)  # checks [chat] even when an argument wins
     if spec is None:
@@ -88,8 +106,18 @@ def chat_command(
                 fail(lacks_message(target))
             thread = await chat_thread(target, thread_id=thread_id, latest=latest)
             try:
-                await chat(thread, prompt=stdin_is_terminal())
+                await chat(
+                    thread,
+                    interactive=interactive,
+                    messages=None if prompt_text is None else [prompt_text],
+                    new_thread=target.admin().create_thread,
+                    view=chat_view(terminal=stdout_is_terminal()),
+                    banner=chat_banner(target.agent, model_name, config, thread.id, interactive),
+                    outcome=outcome,
+                )
             finally:
-                await say_what_stays(target, thread.id)
+                await say_what_stays(target, outcome.thread_id or thread.id)
 
     anyio.run(run)
+    if not interactive and outcome.exit_code():
+        click.get_current_context().exit(outcome.exit_code())

@@ -1,0 +1,212 @@
+"""``pai chat`` run by a script: one-shot ``-p``, ``-m``, the exit status of a failed answer,
+the chat's ``/`` commands, and tool results shown as ``pai demo`` shows them."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from pai.core._chat import history_path
+from pai.core.cli import create_cli
+
+AGENT_MODULE = """
+from pydantic import BaseModel
+
+from pai.core import ModelNotFoundError, TextDelta, define_agent, define_tool
+from pai.core.testing import ScriptedModel, events, text, tool_call
+
+
+class RunInput(BaseModel):
+    command: str
+
+
+def run(ctx):
+    if ctx.input.command == "false":
+        return {"stdout": "", "stderr": "it failed\\n", "exit_code": 1, "timed_out": False}
+    if ctx.input.command == "boom":
+        raise RuntimeError("the tool broke")
+    return {"stdout": "hello\\nworld\\n", "stderr": "", "exit_code": 0, "timed_out": False}
+
+
+run_tool = define_tool(
+    id="run", description="Run a command.", input_schema=RunInput, execute=run
+)
+
+answers = define_agent(name="answers", model=ScriptedModel([text("Four."), text("Five.")]))
+broken = define_agent(
+    name="broken",
+    model=ScriptedModel(
+        [
+            events(TextDelta("Par"), error=ModelNotFoundError("no such model 'x'", model="x")),
+            text("never said"),
+        ]
+    ),
+)
+runner = define_agent(
+    name="runner",
+    model=ScriptedModel(
+        [
+            tool_call("run", {"command": "false"}),
+            tool_call("run", {"command": "echo hello"}),
+            tool_call("run", {"command": "boom"}),
+            text("Done."),
+        ]
+    ),
+    tools={"run": run_tool},
+)
+"""
+
+
+@pytest.fixture(autouse=True)
+def project(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fresh_plugins: None) -> Path:
+    monkeypatch.setenv("PAI_LOAD_PLUGINS", "")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "exitagents.py").write_text(textwrap.dedent(AGENT_MODULE), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "exitagents", raising=False)
+    monkeypatch.setattr(sys, "path", [*sys.path])
+    return tmp_path
+
+
+def invoke(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(create_cli(), ["chat", *args], input=input)
+
+
+# -- one-shot ------------------------------------------------------------------------------------
+
+
+def test_p_sends_one_message_prints_the_answer_and_exits_0() -> None:
+    result = invoke("exitagents:answers", "-p", "2+2?", input="never read\n")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "Four.\n"
+
+
+def test_the_long_form_prompt_works_too() -> None:
+    result = invoke("exitagents:answers", "--prompt", "2+2?")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "Four.\n"
+
+
+def test_p_exits_1_when_the_answer_fails() -> None:
+    result = invoke("exitagents:broken", "-p", "hi")
+
+    assert result.exit_code == 1
+    assert "Error: no such model 'x'" in result.stderr
+    assert result.stdout == "Par\n"  # what had streamed, then the line ends
+
+
+def test_an_empty_p_is_a_usage_error() -> None:
+    result = invoke("exitagents:answers", "-p", "  ")
+
+    assert result.exit_code == 2
+    assert "-p/--prompt needs a message" in result.stderr
+
+
+def test_m_is_the_short_form_of_model() -> None:
+    result = invoke("exitagents:answers", "-m", "nosuchprovider:x", "-p", "hi")
+
+    assert result.exit_code == 2
+    assert "nosuchprovider" in result.stderr
+
+
+# -- piped input ---------------------------------------------------------------------------------
+
+
+def test_piped_input_stops_at_a_failed_answer_and_exits_1() -> None:
+    result = invoke("exitagents:broken", input="first\nsecond\n")
+
+    assert result.exit_code == 1
+    assert result.stderr.count("Error: ") == 1
+    assert "stopped at the failed answer; the messages after it were not sent" in result.stderr
+    assert "never said" not in result.stdout
+
+
+def test_piped_input_that_all_succeeds_exits_0() -> None:
+    result = invoke("exitagents:answers", input="one\ntwo\n")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["Four.", "Five."]
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def test_help_lists_the_commands() -> None:
+    result = invoke("exitagents:answers", input="/help\n")
+
+    assert result.exit_code == 0, result.output
+    for command in ("/help", "/thread", "/new", "/exit"):
+        assert command in result.stderr
+    assert result.stdout == ""
+
+
+def test_thread_names_the_thread_and_new_starts_another() -> None:
+    result = invoke("exitagents:answers", input="/thread\none\n/new\n/thread\ntwo\n")
+
+    assert result.exit_code == 0, result.output
+    first = result.stderr.split("pai: thread ", 2)[1].split()[0]
+    assert "pai: new thread " in result.stderr
+    second = result.stderr.split("pai: new thread ", 1)[1].split(";")[0]
+    assert first != second
+    assert f"the previous one was {first}" in result.stderr
+    assert f"pai: thread {second} (come back to it with --thread {second})" in result.stderr
+    assert result.stdout.splitlines() == ["Four.", "Five."]
+
+
+def test_exit_ends_the_chat_before_later_lines() -> None:
+    result = invoke("exitagents:answers", input="one\n/exit\ntwo\n")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["Four."]
+
+
+def test_an_unknown_command_gets_a_did_you_mean_and_fails_a_script() -> None:
+    result = invoke("exitagents:answers", input="/nwe\none\n")
+
+    assert result.exit_code == 1
+    assert "unknown command '/nwe'; did you mean '/new'?" in result.stderr
+    assert result.stdout == ""  # the script stopped there
+
+
+def test_a_double_slash_sends_a_message_starting_with_a_slash() -> None:
+    result = invoke("exitagents:answers", input="//etc is a folder\n/etc/passwd too\n")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["Four.", "Five."]
+
+
+# -- tool results --------------------------------------------------------------------------------
+
+
+def test_tool_results_show_exit_codes_and_output_blocks_never_ok_over_a_failure() -> None:
+    result = invoke("exitagents:runner", "-p", "go")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        '  -> run({"command": "false"})',
+        "  <- run: exit 1",
+        "     stderr:",
+        "     | it failed",
+        '  -> run({"command": "echo hello"})',
+        "  <- run: exit 0",
+        "     stdout:",
+        "     | hello",
+        "     | world",
+        '  -> run({"command": "boom"})',
+        "  <- run failed",
+        "     | Error: tool 'run' failed: RuntimeError: the tool broke",
+        "Done.",
+    ]
+    assert "[ok]" not in result.stdout
+
+
+def test_history_lives_under_xdg_state_home(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert history_path() == project / "state" / "pai" / "history"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # ignored, as XDG says
+    assert history_path() == Path.home() / ".local" / "state" / "pai" / "history"
