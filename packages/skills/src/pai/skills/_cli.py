@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
 
-from pai.core.cli import fail, note
-from pai.skills._errors import SkillSourceError
-from pai.skills._generate import SKIPPED_FOLDERS, generate_module, staleness
+from pai.core.cli import fail, note, warn
+from pai.skills._errors import SkillProblem, SkillSourceError, shown_path
 
 EXIT_STALE = 1
 """The exit status of ``--check`` when the module is out of date."""
@@ -27,6 +27,8 @@ def _size(size: int) -> str:
 def _check_output_outside_skills(src_dir: Path, output: Path) -> None:
     """The module may sit next to the skill folders, not in one: it would become one of that
     skill's files, and each run would change the module it writes."""
+    from pai.skills._generate import SKIPPED_FOLDERS
+
     try:
         parts = output.resolve().relative_to(src_dir.resolve()).parts
     except ValueError:
@@ -54,24 +56,35 @@ def _check_output_outside_skills(src_dir: Path, output: Path) -> None:
     is_flag=True,
     help="Write nothing; exit 1, naming the skills that changed, when the module is stale.",
 )
-def generate_skills_command(src_dir: Path, output: Path | None, check: bool) -> None:
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Leave invalid skills out (each reported on stderr with its problems) and write the "
+    "valid ones; exit 0.",
+)
+def generate_skills_command(
+    src_dir: Path, output: Path | None, check: bool, skip_invalid: bool
+) -> None:
     """Turn SRC_DIR's skill folders (each <name>/SKILL.md) into a typed Python module.
 
     Validates every skill (frontmatter: name equal to the folder, description, license,
     compatibility, metadata, allowed-tools) and reports every problem of every skill at once, with
-    its file and line; nothing is written when any skill is invalid. The module exports
-    `skills` (a tuple of SkillEntry) and `SkillName` (a Literal of every name). The same
-    folder always gives the same bytes.
+    its file and line; nothing is written when any skill is invalid, unless --skip-invalid
+    leaves those out. The module exports `skills` (a tuple of SkillEntry) and `SkillName` (a
+    Literal of every name). The same folder always gives the same bytes.
     """
+    from pai.skills._generate import generate_module, staleness  # YAML: only when run
+
     started = time.perf_counter()
     if output is not None:
         _check_output_outside_skills(src_dir, output)
     try:
-        module = generate_module(src_dir)
+        module = generate_module(src_dir, skip_invalid=skip_invalid)
     except SkillSourceError as error:
-        fail(str(error))
+        fail(str(error) + ("" if skip_invalid else _skip_hint(src_dir)))
     count = len(module.names)
     plural = "s" if count != 1 else ""
+    left_out = _warn_skipped(module.skipped)
     if check:
         if output is None:
             fail("--check compares against a module: give it with -o MODULE.py")
@@ -94,11 +107,11 @@ def generate_skills_command(src_dir: Path, output: Path | None, check: bool) -> 
                 err=True,
             )
             raise click.exceptions.Exit(EXIT_STALE)
-        note(f"{output} is up to date ({count} skill{plural}, {_size(module.size)})")
+        note(f"{output} is up to date ({count} skill{plural}, {_size(module.size)}){left_out}")
         return
     if output is None:
         click.echo(module.text, nl=False)
-        note(f"{count} skill{plural}; the module is {_size(module.size)}")
+        note(f"{count} skill{plural}; the module is {_size(module.size)}{left_out}")
         return
     # Encoded first (generate_module checked it can be), then written next to the target and
     # renamed, so a reader never sees half a module and a failure leaves no partial file.
@@ -117,5 +130,31 @@ def generate_skills_command(src_dir: Path, output: Path | None, check: bool) -> 
     took = time.perf_counter() - started
     note(
         f"wrote {output}: {count} skill{plural} ({', '.join(module.names)}), "
-        f"{_size(module.size)}, in {took:.2f} s"
+        f"{_size(module.size)}, in {took:.2f} s{left_out}"
     )
+
+
+def _skip_hint(src_dir: Path) -> str:
+    """How --skip-invalid would help, when some skills are valid."""
+    from pai.skills._generate import generate_module
+
+    try:
+        valid = len(generate_module(src_dir, skip_invalid=True).names)
+    except SkillSourceError:
+        return ""  # nothing valid to write, or not a skills folder: the flag would not help
+    return (
+        f"\nTo write the {valid} valid skill{'s' if valid != 1 else ''} and leave the invalid "
+        "ones out, pass --skip-invalid."
+    )
+
+
+def _warn_skipped(skipped: Mapping[str, Sequence[SkillProblem]]) -> str:
+    """Warn about each skill left out, with its problems; the summary for the final line."""
+    for name, problems in skipped.items():
+        lines = "".join(f"\n  {problem}" for problem in problems)
+        warn(f"left out the invalid skill '{shown_path(name)}'; fix it and run again:{lines}")
+    count = len(skipped)
+    if not count:
+        return ""
+    plural = "s" if count != 1 else ""
+    return f"; {count} warning{plural}: {count} invalid skill{plural} left out"
