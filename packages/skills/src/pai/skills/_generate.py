@@ -85,6 +85,10 @@ class GeneratedModule:
     text: str
     names: tuple[str, ...]
     chunks: Mapping[str, str]
+    skipped: Mapping[str, tuple[SkillProblem, ...]] = field(
+        default_factory=dict[str, tuple[SkillProblem, ...]]
+    )
+    """With ``skip_invalid=True``: each skill folder left out, and its problems."""
 
     @property
     def size(self) -> int:
@@ -669,54 +673,86 @@ def _not_text(data: bytes) -> tuple[int, str]:
     return body.count(b"\n", 0, position) + 1, "holds a NUL byte, so it is not text"
 
 
-def read_skills(source: Path) -> list[ParsedSkill]:
-    """Read and validate every skill under ``source``; raises :class:`SkillSourceError` listing
-    every problem of every skill."""
+def _read_entry(entry: os.DirEntry[str], root: Path, problems: _Problems) -> ParsedSkill | None:
+    """The skill in one entry of the skills folder, or ``None`` when it is no skill (a file
+    next to the skill folders, a hidden folder) or has problems (added to ``problems``)."""
+    path = Path(entry.path)
+    if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
+        return None
+    bad_name = _name_problem(entry.name)
+    if bad_name is not None:
+        if entry.is_dir():  # a file next to the skill folders is not read: not checked
+            problems.add(
+                path,
+                None,
+                f"this folder is not a skill: {bad_name} (a skill folder is named like its "
+                "skill: lowercase letters, digits and single hyphens)",
+            )
+        return None
+    if entry.is_symlink():
+        target = _resolve(path)
+        if target is None:
+            problems.add(path, None, f"symlink to {os.readlink(path)!r} loops; remove it")
+            return None
+        if not target.is_dir():
+            return None  # a file next to the skill folders is not read, wherever it points
+        if not _inside(target, root):
+            problems.add(
+                path,
+                None,
+                f"symlink to {os.readlink(path)!r} leaves the skills folder; move the skill "
+                "into it instead",
+            )
+            return None
+    if not path.is_dir():
+        return None  # a README or a generated module next to the skill folders
+    return _read_skill(path, root, problems)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillsRead:
+    """Every valid skill of a skills folder, and the problems of each invalid one by folder."""
+
+    skills: list[ParsedSkill]
+    invalid: dict[str, tuple[SkillProblem, ...]]
+
+    @property
+    def problems(self) -> list[SkillProblem]:
+        return [problem for problems in self.invalid.values() for problem in problems]
+
+
+def read_all_skills(source: Path) -> SkillsRead:
+    """Read and validate every skill under ``source``, keeping the problems of each invalid
+    one; raises :class:`SkillSourceError` only when ``source`` is not a folder."""
     problems = _Problems()
     if not source.is_dir():
         problems.add(source, None, "is not a folder; give the folder holding the skill folders")
         raise SkillSourceError(problems.items)
     root = source.resolve()
     skills: list[ParsedSkill] = []
+    invalid: dict[str, tuple[SkillProblem, ...]] = {}
     for entry in sorted(os.scandir(source), key=lambda e: e.name):
-        path = Path(entry.path)
-        if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
-            continue
-        bad_name = _name_problem(entry.name)
-        if bad_name is not None:
-            if entry.is_dir():  # a file next to the skill folders is not read: not checked
-                problems.add(
-                    path,
-                    None,
-                    f"this folder is not a skill: {bad_name} (a skill folder is named like its "
-                    "skill: lowercase letters, digits and single hyphens)",
-                )
-            continue
-        if entry.is_symlink():
-            target = _resolve(path)
-            if target is None:
-                problems.add(path, None, f"symlink to {os.readlink(path)!r} loops; remove it")
-                continue
-            if not target.is_dir():
-                continue  # a file next to the skill folders is not read, wherever it points
-            if not _inside(target, root):
-                problems.add(
-                    path,
-                    None,
-                    f"symlink to {os.readlink(path)!r} leaves the skills folder; move the skill "
-                    "into it instead",
-                )
-                continue
-        if not path.is_dir():
-            continue  # a README or a generated module next to the skill folders
-        skill = _read_skill(path, root, problems)
-        if skill is not None:
+        before = len(problems.items)
+        skill = _read_entry(entry, root, problems)
+        if len(problems.items) != before:
+            invalid[entry.name] = tuple(problems.items[before:])
+        elif skill is not None:
             skills.append(skill)
-    if not problems.items and not skills:
-        problems.add(source, None, "holds no skill folders (each a <name>/SKILL.md)")
-    if problems.items:
-        raise SkillSourceError(problems.items)
-    return skills
+    return SkillsRead(skills, invalid)
+
+
+def read_skills(source: Path) -> list[ParsedSkill]:
+    """Read and validate every skill under ``source``; raises :class:`SkillSourceError` listing
+    every problem of every skill."""
+    read = read_all_skills(source)
+    problems = read.problems
+    if not problems and not read.skills:
+        problems.append(
+            SkillProblem(str(source), None, "holds no skill folders (each a <name>/SKILL.md)")
+        )
+    if problems:
+        raise SkillSourceError(problems)
+    return read.skills
 
 
 def _literal(value: str) -> str:
@@ -765,23 +801,33 @@ def render_module(skills: list[ParsedSkill]) -> GeneratedModule:
     as UTF-8 (validation reports each such value with its line first; this is the backstop).
     """
     ordered = sorted(skills, key=lambda s: s.name)
-    names = tuple(skill.name for skill in ordered)
     chunks = {skill.name: _render_skill(skill) for skill in ordered}
-    unwritable: list[SkillProblem] = []
+    unwritable = _unwritable(chunks)
+    if unwritable:
+        raise SkillSourceError(list(unwritable.values()))
+    return _module(chunks)
+
+
+def _unwritable(chunks: Mapping[str, str]) -> dict[str, SkillProblem]:
+    """The skills whose text cannot be written as UTF-8, each with its problem."""
+    unwritable: dict[str, SkillProblem] = {}
     for name, chunk in chunks.items():
         try:
             chunk.encode("utf-8")
         except UnicodeEncodeError as error:
-            unwritable.append(
-                SkillProblem(
-                    f"{name}/{SKILL_FILE}",
-                    None,
-                    f"holds {chunk[error.start : error.end]!r}, which cannot be written to the "
-                    "generated module as UTF-8; remove it from the skill",
-                )
+            unwritable[name] = SkillProblem(
+                f"{name}/{SKILL_FILE}",
+                None,
+                f"holds {chunk[error.start : error.end]!r}, which cannot be written to the "
+                "generated module as UTF-8; remove it from the skill",
             )
-    if unwritable:
-        raise SkillSourceError(unwritable)
+    return unwritable
+
+
+def _module(
+    chunks: Mapping[str, str], skipped: Mapping[str, tuple[SkillProblem, ...]] | None = None
+) -> GeneratedModule:
+    names = tuple(chunks)
     literal = ", ".join(_literal(name) for name in names)
     text = "".join(
         [
@@ -794,19 +840,47 @@ def render_module(skills: list[ParsedSkill]) -> GeneratedModule:
             '"""Every skill in this module, sorted by name: pass them to define_skills()."""\n',
         ]
     )
-    return GeneratedModule(text=text, names=names, chunks=chunks)
+    return GeneratedModule(text=text, names=names, chunks=chunks, skipped=dict(skipped or {}))
 
 
-def generate_module(source: str | os.PathLike[str]) -> GeneratedModule:
+def generate_module(
+    source: str | os.PathLike[str], *, skip_invalid: bool = False
+) -> GeneratedModule:
     """Read, validate and render the skills under ``source`` (a folder of skill folders); raises
     :class:`~pai.skills.SkillSourceError` listing every problem of every skill.
+
+    With ``skip_invalid=True`` the module holds the valid skills, and
+    :attr:`GeneratedModule.skipped` lists each skill folder left out with its problems; it
+    still raises when ``source`` is not a folder or holds no valid skill.
 
     Example::
 
         module = generate_module(Path("skills"))
         Path("app/skills_generated.py").write_text(module.text, encoding="utf-8")
     """
-    return render_module(read_skills(Path(source)))
+    if not skip_invalid:
+        return render_module(read_skills(Path(source)))
+    read = read_all_skills(Path(source))
+    ordered = sorted(read.skills, key=lambda s: s.name)
+    chunks = {skill.name: _render_skill(skill) for skill in ordered}
+    skipped = dict(read.invalid)
+    for name, problem in _unwritable(chunks).items():
+        del chunks[name]
+        skipped[name] = (problem,)
+    if not chunks:
+        problems = [problem for found in skipped.values() for problem in found]
+        problems.append(
+            SkillProblem(
+                str(source),
+                None,
+                "holds no valid skill folder (each a <name>/SKILL.md), so there is nothing to "
+                "write even leaving the invalid ones out"
+                if problems
+                else "holds no skill folders (each a <name>/SKILL.md)",
+            )
+        )
+        raise SkillSourceError(problems)
+    return _module(chunks, dict(sorted(skipped.items())))
 
 
 @dataclass(frozen=True, slots=True)
