@@ -178,9 +178,20 @@ def test_show_prints_the_messages_of_a_thread() -> None:
     assert result.stdout.splitlines() == [
         "you> run echo hi",
         '  -> run({"command": "echo hi"})',
-        "  <- run [ok]: hi",
+        "  <- run:",
+        "     | hi",
         "ran: hi",
     ]
+
+
+def test_show_writes_out_control_characters_a_message_holds() -> None:
+    thread = new_thread(stdin="run printf '\\033[2J'\n")
+
+    result = invoke("threads", "show", thread)
+
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout
+    assert "     | \\x1b[2J" in result.stdout
 
 
 def test_show_json_gives_the_thread_and_every_message() -> None:

@@ -15,7 +15,6 @@ are disposed as the runtime disposes them.
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -222,32 +221,36 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _preview(messages: Sequence[Message]) -> str:
+    from pai.core._chat_render import escape_controls
     from pai.core._messages import UserMessage
 
     first = next((m for m in messages if isinstance(m, UserMessage)), None)
-    return _one_line(first.content, PREVIEW) if first is not None else ""
+    return escape_controls(_one_line(first.content, PREVIEW)) if first is not None else ""
 
 
-def message_lines(messages: Sequence[Message]) -> list[str]:
-    """A thread's messages as ``pai threads show`` prints them."""
+def show_messages(messages: Sequence[Message]) -> None:
+    """Print a thread's messages as ``pai chat`` shows them (plain text, control characters
+    written out): ``you>`` lines, answers, tool calls and their results."""
+    from pai.core._chat_render import PlainView, call_line, describe_result, escape_controls
     from pai.core._messages import AssistantMessage, ErrorMessage, ToolResultMessage, UserMessage
 
-    lines: list[str] = []
+    view = PlainView()
     for message in messages:
         if isinstance(message, UserMessage):
-            lines.append(f"you> {message.content}")
+            view.line(f"you> {escape_controls(message.content)}")
         elif isinstance(message, AssistantMessage):
             if message.content:
-                lines.append(message.content)
+                view.line(escape_controls(message.content))
             for call in message.tool_calls:
-                arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
-                lines.append(f"  -> {call.name}({arguments})")
+                view.line(call_line(call, "  "))
         elif isinstance(message, ToolResultMessage):
-            mark = "error" if message.is_error else "ok"
-            lines.append(f"  <- {message.tool_name} [{mark}]: {_one_line(message.content, 300)}")
+            view.result(describe_result(message, "  "))
         elif isinstance(message, ErrorMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
-            lines.append(f"error ({message.source}, {message.error_type}): {message.message}")
-    return lines
+            view.line(
+                escape_controls(
+                    f"error ({message.source}, {message.error_type}): {message.message}"
+                )
+            )
 
 
 def _record_json(record: ThreadRecord) -> dict[str, object]:
@@ -345,8 +348,7 @@ def threads_show(
                     }
                 )
                 return
-            for line in message_lines(messages):
-                click.echo(line)
+            show_messages(messages)
 
     _run(body)
 
@@ -557,7 +559,7 @@ __all__ = [
     "chat_thread",
     "describe_storage",
     "instances_used",
-    "message_lines",
     "say_what_stays",
+    "show_messages",
     "threads_group",
 ]
