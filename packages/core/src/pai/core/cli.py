@@ -374,8 +374,8 @@ def config_command(check: bool, probe: bool, probe_timeout: float, as_json: bool
     from pai.core._config_check import check_config, check_static
     from pai.core._plugins import get_plugins
 
-    source = click.get_current_context().get_parameter_source("probe_timeout")
-    if source is click.core.ParameterSource.COMMANDLINE and not probe:
+    timeout_source = click.get_current_context().get_parameter_source("probe_timeout")
+    if timeout_source is click.core.ParameterSource.COMMANDLINE and not probe:
         fail("--probe-timeout sets how long each probe may take; add --probe to run the probes")
     check = check or probe
     config: PaiConfig | None = None
@@ -385,6 +385,7 @@ def config_command(check: bool, probe: bool, probe_timeout: float, as_json: bool
             check_config(config)
         else:
             check_static(config)
+        registrations = get_plugins().capabilities()
     except PaiError as error:
         if not as_json:
             raise
@@ -393,9 +394,7 @@ def config_command(check: bool, probe: bool, probe_timeout: float, as_json: bool
     values = [
         {"key": key, "value": value, "source": source} for key, value, source in config.flat()
     ]
-    values = sorted(
-        [*values, *_defaults(config, get_plugins().capabilities())], key=lambda r: r["key"]
-    )
+    values = sorted([*values, *_defaults(config, registrations)], key=lambda r: r["key"])
     values = [{**row, "value": _masked_value(row["key"], row["value"])} for row in values]
     probes = _run_probes(config, probe_timeout) if probe else []
     failed = [result for result in probes if result["status"] != "ok"]
