@@ -297,13 +297,25 @@ def test_continue_without_a_thread_says_there_is_none() -> None:
     assert "agent 'coder' has no thread in scope 'cli'" in result.stderr
 
 
+def test_with_storage_in_memory_ls_says_threads_live_in_one_process() -> None:
+    Path("pai.toml").write_text('[storage]\nurl = "memory://"\n')
+
+    result = invoke("threads", "ls")
+
+    assert result.exit_code == 2
+    assert "the [storage] configured" in result.stderr
+    assert "is in memory" in result.stderr
+
+
 def test_continue_without_storage_says_threads_are_not_kept() -> None:
     Path("pai.toml").write_text('[chat]\nagent = "shell:coder"\n')
 
     result = invoke("chat", "--continue", stdin="hi\n")
 
     assert result.exit_code == 2
-    assert "no storage is configured" in result.stderr
+    assert "--continue goes on with a stored thread, but no [storage] is configured" in (
+        result.stderr
+    )
 
 
 def test_thread_of_another_scope_needs_scope() -> None:

@@ -311,7 +311,8 @@ class ChatTarget:
     identity: object
     problems: tuple[str, ...]
     """What the target lacks to chat (no model, ...): empty when it can run."""
-    config: PaiConfig | None = None
+    config: PaiConfig
+    """The configuration it was built from."""
     _admin: AdminClient | None = field(default=None, repr=False)
 
     @property
@@ -373,7 +374,7 @@ class ChatTarget:
             if not binding.has_dispose or not isinstance(scope, str) or scope not in THREAD_KINDS:
                 continue
             key = instance_key(cap_id, scope, (scope_key, thread_id))
-            section = self.config.capability(cap_id) if self.config is not None else None
+            section = self.config.capability(cap_id)
             provider = section.get("provider") if section is not None else None
             origin = (
                 f"[capabilities.{cap_id}]"

@@ -42,10 +42,19 @@ PREVIEW = 60
 """How many characters of a thread's first message ``pai threads ls`` shows."""
 
 NO_STORAGE = (
-    "no [storage] is configured, so every `pai chat` keeps its threads in its own process "
-    "memory and they end with it: there are no stored threads {what}. To keep threads across "
-    'chats, add to pai.toml:\n\n    [storage]\n    url = "sqlite:///threads.db"\n'
+    "{why}, so every `pai chat` keeps its threads in its own process memory and they end with "
+    "it: there are no stored threads {what}. To keep threads across chats, set in pai.toml:"
+    '\n\n    [storage]\n    url = "sqlite:///threads.db"\n'
 )
+
+
+def why_not_stored(config: PaiConfig) -> str:
+    """Why threads are not kept across processes: no ``[storage]``, or one in memory."""
+    from pai.core._config import origin_of
+
+    if config.data.get("storage") is None:
+        return "no [storage] is configured"
+    return f"the [storage] configured ({origin_of(config, ('storage', 'url'))}) is in memory"
 
 
 class ThreadMissing(click.ClickException):
@@ -178,8 +187,8 @@ async def open_threads(
                     "MODULE:ATTR or configure [chat] agent"
                 )
         storage = storage_from_config(config)
-        if storage is None:
-            fail(NO_STORAGE.format(what=what))
+        if storage is None or is_process_local(storage):
+            fail(NO_STORAGE.format(why=why_not_stored(config), what=what))
         try:
             yield ThreadsView(storage, options.scope or CLI_SCOPE, None, [])
         finally:
@@ -199,7 +208,7 @@ async def open_threads(
         on_runtime_error=absorbed,
     ) as target:
         if is_process_local(target.storage):
-            fail(NO_STORAGE.format(what=what))
+            fail(NO_STORAGE.format(why=why_not_stored(config), what=what))
         yield ThreadsView(target.storage, target.scope_key, target, failures)
 
 
@@ -451,8 +460,8 @@ async def chat_thread(target: ChatTarget, *, thread_id: str | None, latest: bool
     given = f"--thread {thread_id}" if thread_id is not None else "--continue"
     if is_process_local(target.storage):
         fail(
-            f"{given} goes on with a stored thread, but no storage is configured (threads live "
-            "in process memory and end with each chat); add to pai.toml:\n\n"
+            f"{given} goes on with a stored thread, but {why_not_stored(target.config)} "
+            "(threads live in process memory and end with each chat); set in pai.toml:\n\n"
             '    [storage]\n    url = "sqlite:///threads.db"\n\nthen start a chat, and resume '
             "it with --thread or --continue"
         )
@@ -545,7 +554,9 @@ async def say_what_stays(target: ChatTarget, thread_id: str) -> None:
         if each.capability_id == "sandbox":
             ways.append(f"`pai sandbox rm {_shell(each.key)}`")
         how = " or ".join(ways) if ways else "the provider's own tools"
-        ends = " The thread itself ends now: no [storage] is configured." if not stored else ""
+        ends = (
+            f" The thread itself ends now: {why_not_stored(target.config)}." if not stored else ""
+        )
         note(
             f"thread {thread_id} leaves its {noun} {each.key} ({provider}).{ends} Unless the "
             f"provider keeps it in this process only, it stays until removed: {how}"
