@@ -608,6 +608,10 @@ class InMemorySandboxProvider:
             for state in states
         ]
 
+    async def probe(self) -> None:
+        """Nothing to check: the sandboxes live in this process (the optional ``probe()`` of
+        the provider protocol; workers start, and say what is wrong, at the first command)."""
+
     async def aclose(self) -> None:
         """Kill the worker processes (commands still running raise ``SandboxClosedError``);
         instances and their files stay, and a later command starts workers again."""

@@ -20,6 +20,7 @@ from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryE
 from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
 from pai.sandbox._errors import SandboxPathError as SandboxPathError
 from pai.sandbox._errors import SandboxProviderError as SandboxProviderError
+from pai.sandbox._errors import SandboxUnavailableError as SandboxUnavailableError
 from pai.sandbox._errors import SandboxVanishedError as SandboxVanishedError
 from pai.sandbox._errors import SeedPathError as SeedPathError
 from pai.sandbox._paths import RESERVED as RESERVED
@@ -35,9 +36,11 @@ from pai.sandbox._plugin import UnknownProviderError as UnknownProviderError
 from pai.sandbox._plugin import build_provider as build_provider
 from pai.sandbox._plugin import sandbox_providers as sandbox_providers
 from pai.sandbox._provider import OutputCallback as OutputCallback
+from pai.sandbox._provider import ProbingSandboxProvider as ProbingSandboxProvider
 from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
 from pai.sandbox._provider import SandboxInstance as SandboxInstance
 from pai.sandbox._provider import SandboxProvider as SandboxProvider
+from pai.sandbox._provider import probe_provider as probe_provider
 from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
 from pai.sandbox._sandbox import DEFAULT_READ_LIMIT as DEFAULT_READ_LIMIT
 from pai.sandbox._sandbox import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
@@ -67,6 +70,7 @@ __all__ = [
     "FileWrite",
     "InstanceInfo",
     "OutputCallback",
+    "ProbingSandboxProvider",
     "ProviderFeatures",
     "ProviderOptionsError",
     "RawCommandResult",
@@ -90,6 +94,7 @@ __all__ = [
     "SandboxService",
     "SandboxSessionManager",
     "SandboxSettings",
+    "SandboxUnavailableError",
     "SandboxVanishedError",
     "SeedFile",
     "SeedPathError",
@@ -99,6 +104,7 @@ __all__ = [
     "create_sandbox",
     "create_sandbox_service",
     "create_sandbox_session_manager",
+    "probe_provider",
     "resolve_path",
     "sandbox",
     "sandbox_capability",

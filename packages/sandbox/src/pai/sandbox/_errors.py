@@ -14,6 +14,7 @@
         ├── SandboxVanishedError           (the instance is gone: expired, removed, crashed)
         ├── SandboxClosedError             (RuntimeError: the session manager was closed)
         └── SandboxProviderError           (RuntimeError: the backend failed; the message says how)
+            └── SandboxUnavailableError      (a probe found the backend unusable: engine down, ...)
 
 The file errors subclass the matching builtin, so ``except FileNotFoundError`` works on them, and
 carry the sandbox path in ``.filename``. Providers raise them from their backends' errors;
@@ -138,3 +139,12 @@ class SandboxClosedError(SandboxError, RuntimeError):
 
 class SandboxProviderError(SandboxError, RuntimeError):
     """The provider's backend failed in a way the facade cannot repair."""
+
+
+class SandboxUnavailableError(SandboxProviderError):
+    """The provider's backend cannot be used as configured: what a provider's ``probe()`` raises.
+
+    The message says what is wrong and how to fix it: the Docker engine does not answer at the
+    socket tried (start it, or set DOCKER_HOST), the image is not present (``docker pull``), the
+    E2B API refuses the key, ...
+    """

@@ -8,13 +8,18 @@ provider's real backend.
 
 The contract every provider and instance keeps is written out in the public module
 :mod:`pai.sandbox.provider`, where provider authors read it.
+
+A provider may also have ``async def probe(self) -> None`` (:class:`ProbingSandboxProvider`):
+a quick check, creating nothing, that its backend can be used as configured, raising
+:class:`~pai.sandbox.SandboxUnavailableError` that says what is wrong and how to fix it.
+:func:`probe_provider` runs it where there is one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from pai.sandbox._types import DirEntry, FileWrite, InstanceInfo, RawCommandResult
 
@@ -124,3 +129,57 @@ class SandboxProvider(Protocol):
     async def aclose(self) -> None:
         """Release local resources; never destroys instances."""
         ...
+
+
+@runtime_checkable
+class ProbingSandboxProvider(SandboxProvider, Protocol):
+    """A provider with the optional ``probe()``: a check that its backend can be used.
+
+    ``probe()`` returns when the backend answers and is set up as configured, and raises
+    :class:`~pai.sandbox.SandboxUnavailableError` (or another
+    :class:`~pai.sandbox.SandboxError`) whose message says what is wrong and what to do: which
+    engine, socket or URL was tried (passwords masked), which image or template is missing and
+    the command that gets it. It creates no instance, changes nothing, and is quick (one or two
+    requests): ``pai demo`` runs it before its first step, ``pai config --check --probe`` runs
+    it for the configured provider. A provider with nothing to check may leave it out.
+    """
+
+    async def probe(self) -> None:
+        """Check the backend can be used; raise ``SandboxUnavailableError`` saying why not."""
+        ...
+
+
+async def probe_provider(provider: SandboxProvider) -> bool:
+    """Run ``provider.probe()`` when the provider has one; ``False`` when it has none.
+
+    A :class:`~pai.sandbox.SandboxError` from the probe passes through (its message is the
+    diagnosis); anything else it raises is a bug in the provider, reported as a
+    :class:`~pai.sandbox.SandboxUnavailableError` naming the provider.
+
+    Example::
+
+        try:
+            await probe_provider(provider)
+        except SandboxError as error:
+            raise SystemExit(f"the sandbox cannot be used: {error}")
+    """
+    from pai.sandbox._errors import SandboxError, SandboxUnavailableError
+
+    probe = getattr(provider, "probe", None)
+    if probe is None:
+        return False
+    if not callable(probe):
+        raise SandboxUnavailableError(
+            f"sandbox provider {provider.name!r} has a probe attribute that is not a method "
+            f"({probe!r}); that is a bug in the provider"
+        )
+    try:
+        await cast("Callable[[], Awaitable[object]]", probe)()
+    except SandboxError:
+        raise
+    except Exception as error:
+        raise SandboxUnavailableError(
+            f"the probe of sandbox provider {provider.name!r} failed unexpectedly "
+            f"({type(error).__name__}: {error}); that is a bug in the provider"
+        ) from error
+    return True

@@ -15,7 +15,10 @@ is defined:
   hook (:class:`SandboxHookSpecs`), with :func:`build_provider` / :func:`sandbox_providers` to
   look providers up and :class:`UnknownProviderError` / :class:`ProviderOptionsError` for
   configuration mistakes;
-- :func:`lazy_exports`, so a package's ``__init__`` imports its heavy SDK only when used.
+- :func:`lazy_exports`, so a package's ``__init__`` imports its heavy SDK only when used;
+- the optional ``async def probe(self) -> None`` (:class:`ProbingSandboxProvider`), which
+  :func:`probe_provider` runs: ``pai demo`` before its first step and ``pai config --check
+  --probe`` call it to say, in one line, why the backend cannot be used.
 
 Providers prove they keep the contract below with
 :class:`pai.sandbox.testing.SandboxProviderConformance`.
@@ -42,6 +45,12 @@ Provider:
 - ``destroy(key)`` removes the instance and its state; destroying a missing key does nothing.
 - ``list_instances()`` lists what this provider (its namespace) owns, with key and creation time.
 - ``aclose()`` releases local resources (clients, threads). It never destroys instances.
+- ``probe()`` (optional) checks, quickly and creating nothing, that the backend can be used as
+  configured: the engine or API answers, credentials are accepted, the image or template is
+  there. It raises :class:`SandboxUnavailableError` whose one-line message names what was tried
+  (socket, URL; passwords masked) and the fix (start the engine, ``docker pull IMAGE``, set
+  the key). Leave it out when there is nothing to check. The conformance suite checks that it
+  succeeds on a working backend.
 
 Instance (every method may raise :class:`~pai.sandbox.SandboxVanishedError` when the backend
 instance is gone; the facade then re-creates it). The facade has already checked every argument's
@@ -114,6 +123,7 @@ from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryE
 from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
 from pai.sandbox._errors import SandboxPathError as SandboxPathError
 from pai.sandbox._errors import SandboxProviderError as SandboxProviderError
+from pai.sandbox._errors import SandboxUnavailableError as SandboxUnavailableError
 from pai.sandbox._errors import SandboxVanishedError as SandboxVanishedError
 from pai.sandbox._lazy import lazy_exports as lazy_exports
 from pai.sandbox._plugin import KNOWN_PROVIDERS as KNOWN_PROVIDERS
@@ -124,9 +134,11 @@ from pai.sandbox._plugin import UnknownProviderError as UnknownProviderError
 from pai.sandbox._plugin import build_provider as build_provider
 from pai.sandbox._plugin import sandbox_providers as sandbox_providers
 from pai.sandbox._provider import OutputCallback as OutputCallback
+from pai.sandbox._provider import ProbingSandboxProvider as ProbingSandboxProvider
 from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
 from pai.sandbox._provider import SandboxInstance as SandboxInstance
 from pai.sandbox._provider import SandboxProvider as SandboxProvider
+from pai.sandbox._provider import probe_provider as probe_provider
 from pai.sandbox._types import DirEntry as DirEntry
 from pai.sandbox._types import EntryType as EntryType
 from pai.sandbox._types import FileWrite as FileWrite
@@ -140,6 +152,7 @@ __all__ = [
     "FileWrite",
     "InstanceInfo",
     "OutputCallback",
+    "ProbingSandboxProvider",
     "ProviderFeatures",
     "ProviderOptionsError",
     "RawCommandResult",
@@ -158,9 +171,11 @@ __all__ = [
     "SandboxProvider",
     "SandboxProviderError",
     "SandboxProviderRegistration",
+    "SandboxUnavailableError",
     "SandboxVanishedError",
     "UnknownProviderError",
     "build_provider",
     "lazy_exports",
+    "probe_provider",
     "sandbox_providers",
 ]

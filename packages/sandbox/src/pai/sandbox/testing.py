@@ -53,7 +53,12 @@ from pai.sandbox._errors import (
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
 )
-from pai.sandbox._provider import SandboxInstance, SandboxProvider
+from pai.sandbox._provider import (
+    ProbingSandboxProvider,
+    SandboxInstance,
+    SandboxProvider,
+    probe_provider,
+)
 from pai.sandbox._recording import ProviderCall as ProviderCall
 from pai.sandbox._recording import RecordingInstance as RecordingInstance
 from pai.sandbox._recording import RecordingProvider as RecordingProvider
@@ -208,6 +213,21 @@ class SandboxProviderConformance:
         instance = await provider.find(sandbox.key)
         assert instance is not None, f"find({sandbox.key!r}) gave None for a live instance"
         return instance
+
+    # -- probe --------------------------------------------------------------------------------
+
+    async def test_probe_when_present_succeeds_on_a_working_backend(
+        self, provider: SandboxProvider
+    ) -> None:
+        if getattr(provider, "probe", None) is None:
+            pytest.skip(f"provider {provider.name!r} has no probe() (it is optional)")
+        assert isinstance(provider, ProbingSandboxProvider)
+        # The backend this suite runs on works, so the probe must say so; twice, as it changes
+        # nothing. A provider under test is never a reason for it to fail.
+        assert await probe_provider(provider) is True
+        assert await probe_provider(provider) is True
+        sandbox = self.sandbox(provider)  # and the provider still works afterwards
+        assert (await sandbox.run_command("echo ok")).stdout == "ok\n"
 
     # -- commands -----------------------------------------------------------------------------
 
