@@ -246,6 +246,31 @@ def _container_state(
     return None
 
 
+DEFAULT_SOCKET = "unix:///var/run/docker.sock"
+"""Where the Docker SDK connects without ``docker_host`` or ``DOCKER_HOST``."""
+
+_USERINFO_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*):[^/@\s]*@")
+
+
+def masked_address(address: str) -> str:
+    """``address`` with the password of its user info replaced: ``tcp://me:***@host:2376``."""
+    return _USERINFO_PASSWORD.sub(lambda m: f"{m['head']}:***@", address)
+
+
+def _unreachable_reason(detail: str) -> str:
+    """A short reason for a failed connection, from the SDK's wordy message."""
+    lowered = detail.lower()
+    if "filenotfounderror" in lowered or "no such file" in lowered:
+        return "no socket there"
+    if "permission denied" in lowered or "permissionerror" in lowered:
+        return "permission denied on the socket (add your user to the docker group, or use sudo)"
+    if "connection refused" in lowered or "connectionrefused" in lowered:
+        return "connection refused: nothing listens there"
+    if "timed out" in lowered or "timeout" in lowered:
+        return "the connection timed out"
+    return masked_address(detail)
+
+
 class Engine:
     """A lazily connected Docker client (``docker_host`` or the environment's, DOCKER_HOST)."""
 
@@ -278,11 +303,41 @@ class Engine:
                         )
                 except Exception as error:  # DockerException, but also URL and socket errors
                     raise SandboxProviderError(
-                        f"cannot connect to the Docker engine "
-                        f"({self.docker_host or 'DOCKER_HOST or the default socket'}): "
-                        f"{_explanation(error)}; start Docker or set docker_host=..."
+                        f"cannot connect to the Docker engine at {self.address()}: "
+                        f"{_unreachable_reason(_explanation(error))}; start Docker, or point "
+                        "DOCKER_HOST (or docker_host in [capabilities.sandbox.docker]) at a "
+                        "running engine"
                     ) from None
             return self._client.api
+
+    def address(self) -> str:
+        """Where this client connects, and what said so, password masked:
+        ``unix:///var/run/docker.sock (the default socket)``."""
+        import os
+
+        if self.docker_host:
+            return f"{masked_address(self.docker_host)} (option docker_host)"
+        from_env = os.environ.get("DOCKER_HOST")
+        if from_env:
+            return f"{masked_address(from_env)} (DOCKER_HOST)"
+        return f"{DEFAULT_SOCKET} (the default socket; DOCKER_HOST is not set)"
+
+    def ping(self) -> None:
+        """Return when the engine answers; raise ``SandboxProviderError`` naming the address."""
+        api = self.api  # connecting asks the engine for its API version already
+        try:
+            answered = self._retrying(api.ping)
+        except Exception as error:
+            raise SandboxProviderError(
+                f"the Docker engine at {self.address()} does not answer: "
+                f"{_unreachable_reason(_explanation(error))}; start Docker, or point DOCKER_HOST "
+                "(or docker_host in [capabilities.sandbox.docker]) at a running engine"
+            ) from None
+        if answered is not True:
+            raise SandboxProviderError(
+                f"the Docker engine at {self.address()} answered its ping with {answered!r}, "
+                "not OK; is that a Docker engine?"
+            )
 
     def close(self) -> None:
         with self._lock:

@@ -38,6 +38,7 @@ from pai.sandbox.provider import (
     SandboxInputError,
     SandboxInstance,
     SandboxProviderError,
+    SandboxUnavailableError,
     SandboxVanishedError,
 )
 from pai.sandbox_docker._engine import (
@@ -511,6 +512,39 @@ class DockerSandboxProvider:
                 "removed %d idle Docker sandbox(es) of namespace %s", len(removed), self.namespace
             )
         return removed
+
+    # -- probe --------------------------------------------------------------------------------
+
+    def _probe_sync(self) -> None:
+        try:
+            self.engine.ping()
+        except SandboxProviderError as error:
+            raise SandboxUnavailableError(str(error)) from None
+        where = self.engine.address()
+        try:
+            present = self.engine.image_user(self.image) is not None
+        except SandboxProviderError as error:
+            raise SandboxUnavailableError(f"{error} (the Docker engine at {where})") from None
+        if not present:
+            raise SandboxUnavailableError(
+                f"image {self.image!r} (option image) is not present in the Docker engine at "
+                f"{where}; pull it (docker pull {self.image}) or build it "
+                f"(docker build -t {self.image} .), or set image to one the engine has "
+                "(docker image ls)"
+            )
+        try:
+            self._check_runtime_sync()
+        except SandboxProviderError as error:
+            raise SandboxUnavailableError(str(error)) from None
+
+    async def probe(self) -> None:
+        """Check the engine answers, the image is present and the runtime registered.
+
+        Creates nothing and pulls nothing. Raises
+        :class:`~pai.sandbox.SandboxUnavailableError` naming the socket or ``DOCKER_HOST`` tried
+        (password masked) and the fix: start Docker, ``docker pull IMAGE``, register the runtime.
+        """
+        await anyio.to_thread.run_sync(self._probe_sync, limiter=self._limiter.get())
 
     async def aclose(self) -> None:
         """Close the Docker client; the containers stay (use :meth:`destroy` to remove one)."""

@@ -996,5 +996,22 @@ class E2BSandboxProvider:
             )
         return sorted(infos, key=lambda i: i.created_at)
 
+    async def probe(self) -> None:
+        """Check the E2B API answers at :attr:`api_url` and accepts the key: one listing
+        request, creating nothing. Raises :class:`~pai.sandbox_e2b.E2BError` naming the URL
+        (:class:`~pai.sandbox_e2b.E2BUnreachableError` when nothing answers) and the fix."""
+        paginator = AsyncSandbox.list(
+            query=SandboxQuery(metadata={META_NAMESPACE: self.namespace}), limit=1, **self._options
+        )
+        try:
+            await self._api("listing sandboxes, to check the API answers", paginator.next_items)
+        except E2BError:
+            raise
+        except Exception as error:
+            raise E2BError(
+                f"the E2B API at {self.api_url} did not accept a listing request "
+                f"({type(error).__name__}: {error}); check api_url / E2B_API_URL and E2B_API_KEY"
+            ) from error
+
     async def aclose(self) -> None:
         """Nothing to release: the SDK's connection pools are shared; sandboxes stay."""
