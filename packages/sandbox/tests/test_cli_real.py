@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,3 +188,121 @@ def test_exec_json_of_a_timed_out_command_exits_124() -> None:
 
     assert result.exit_code == 124
     assert json.loads(result.stdout)["timed_out"] is True
+
+
+# -- pai demo and pai config --check --probe on Docker ----------------------------------------------
+
+IMAGE = os.environ.get("PAI_DOCKER_TEST_IMAGE", "pai-test-busybox:latest")
+
+
+def docker_config(image: str = IMAGE) -> None:
+    Path("pai.toml").write_text(
+        f'[capabilities.sandbox]\nprovider = "docker"\n\n[capabilities.sandbox.docker]\n'
+        f'image = "{image}"\nnamespace = "pai-test-cli-{uuid.uuid4().hex[:12]}"\n'
+    )
+
+
+@pytest.fixture
+def stopped_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """DOCKER_HOST at a unix socket nothing listens on: the engine is down."""
+    path = tmp_path / "stopped-docker.sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    address = f"unix://{path}"
+    monkeypatch.setenv("DOCKER_HOST", address)
+    try:
+        yield address
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def engine() -> str:
+    """The running engine DOCKER_HOST names (with the test image); skips without one."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        try:
+            client.images.get(IMAGE)
+        finally:
+            client.close()
+    except Exception as error:
+        pytest.skip(f"no usable Docker engine with image {IMAGE!r}: {error}")
+    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+
+def test_demo_with_the_engine_down_stops_before_the_first_step_in_one_line(
+    stopped_engine: str,
+) -> None:
+    docker_config()
+
+    result = invoke("demo")
+
+    assert result.exit_code == 1
+    assert result.stdout == ""  # no step replayed, no header
+    assert result.stderr == (
+        "Error: the demo cannot run: sandbox provider 'docker': cannot connect to the Docker "
+        f"engine at {stopped_engine} (DOCKER_HOST): connection refused: nothing listens there; "
+        "start Docker, or point DOCKER_HOST (or docker_host in [capabilities.sandbox.docker]) at "
+        "a running engine\n"
+    )
+    assert "removed" not in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.usefixtures("engine")
+def test_demo_with_a_missing_image_says_how_to_get_it() -> None:
+    image = f"pai-test-absent-{uuid.uuid4().hex[:8]}:1"
+    docker_config(image)
+
+    result = invoke("demo")
+
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert f"image {image!r} (option image) is not present" in result.stderr
+    assert f"docker pull {image}" in result.stderr
+
+
+@pytest.mark.usefixtures("engine")
+def test_demo_on_a_working_engine_runs_and_removes_its_sandbox() -> None:
+    docker_config()
+
+    result = invoke("demo")
+
+    assert result.exit_code == 0, result.output
+    assert "<- run: exit 0" in result.stdout
+    assert "removed the demo's sandbox" in result.stdout
+    assert json.loads(invoke("sandbox", "ls", "--json").stdout)["instances"] == []
+
+
+def test_config_check_probe_reports_a_stopped_engine(stopped_engine: str) -> None:
+    docker_config()
+
+    result = invoke("config", "--check", "--probe", "--json")
+
+    assert result.exit_code != 0
+    (probe,) = [p for p in json.loads(result.stdout)["probes"] if p["name"].startswith("sandbox")]
+    assert probe["name"] == "sandbox (docker)"
+    assert probe["status"] == "failed"
+    assert (
+        f"cannot connect to the Docker engine at {stopped_engine} (DOCKER_HOST)" in probe["error"]
+    )
+
+
+@pytest.mark.usefixtures("engine")
+def test_config_check_probe_passes_on_a_working_engine() -> None:
+    docker_config()
+
+    result = invoke("config", "--check", "--probe")
+
+    assert result.exit_code == 0, result.output
+    assert "probe sandbox (docker): ok" in result.stdout
+
+
+def test_config_check_probe_has_no_sandbox_probe_without_a_sandbox_table() -> None:
+    result = invoke("config", "--check", "--probe", "--json")
+
+    assert result.exit_code == 0, result.output
+    assert [p for p in json.loads(result.stdout)["probes"] if p["name"].startswith("sandbox")] == []

@@ -28,6 +28,7 @@ from pai.sandbox import (
     DEFAULT_PROVIDER,
     ProviderOptionsError,
     RawCommandResult,
+    SandboxProviderError,
     SandboxProviderRegistration,
     UnknownProviderError,
 )
@@ -587,7 +588,9 @@ def test_demo_runs_the_scripted_agent_in_the_configured_sandbox(
         "ls -l",
     ]
     assert len(provider.creates) == 1
-    assert provider.destroys == provider.creates
+    # destroyed before it is reported removed (and again, as a no-op, when the thread goes)
+    assert set(provider.destroys) == set(provider.creates)
+    assert provider.live == {}
     assert "removed the demo's sandbox" in out
 
 
@@ -611,6 +614,28 @@ def test_demo_keep_keeps_the_sandbox(provider: FakeProvider) -> None:
     (key,) = provider.live
     assert f"kept the sandbox: key {key!r}" in result.stdout
     assert provider.destroys == []
+
+
+@pytest.mark.usefixtures("script_runs")
+def test_demo_says_when_it_could_not_remove_its_sandbox(
+    provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken_destroy(key: str) -> None:
+        raise SandboxProviderError("the backend went away")
+
+    monkeypatch.setattr(provider, "destroy", broken_destroy)
+
+    result = invoke("demo")
+
+    assert result.exit_code == 1
+    (key,) = provider.live  # still there, and the demo says so
+    assert "removed the demo's sandbox" not in result.stdout
+    assert (
+        f"could NOT remove the demo's sandbox (key {key!r}): the backend went away; remove it "
+        f"with `pai sandbox rm {key}` once the provider works" in result.stdout
+    )
+    assert "cleanup: the backend went away" in result.stderr
+    assert "Traceback" not in result.output
 
 
 def test_demo_reports_a_failed_step_and_exits_1(provider: FakeProvider) -> None:

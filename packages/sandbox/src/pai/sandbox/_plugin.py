@@ -40,7 +40,7 @@ from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_READ_LIMIT, DEFAU
 if TYPE_CHECKING:
     import click
 
-    from pai.core import PaiConfig
+    from pai.core import PaiConfig, Probe
 
 _log = logging.getLogger("pai.sandbox")
 
@@ -368,6 +368,29 @@ def configured_provider(
         path: tuple[str, ...] = getattr(error, "key_path", ())
         raise type(error)(_located(str(error), _origin(*path))) from error
     return provider, settings
+
+
+@hookimpl
+def pai_probes(config: PaiConfig) -> list[Probe]:
+    """``pai config --check --probe``: the configured sandbox provider's ``probe()`` (the engine
+    answers, the image is there, the API takes the key). Nothing when no provider is configured:
+    the embedded default has nothing to check."""
+    from pai.core import Probe
+    from pai.sandbox._provider import probe_provider
+
+    section = config.capability(sandbox.id)
+    if section is None:
+        return []
+    name = section.get("provider") or DEFAULT_PROVIDER
+
+    async def check() -> None:
+        provider, _ = configured_provider(config)
+        try:
+            await probe_provider(provider)
+        finally:
+            await provider.aclose()
+
+    return [Probe(name=f"sandbox ({name})", check=check)]
 
 
 @hookimpl

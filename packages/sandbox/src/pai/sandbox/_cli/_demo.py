@@ -247,6 +247,15 @@ def _show_messages(printer: _Printer, messages: Sequence[Message]) -> tuple[int,
     return calls, problems
 
 
+class _Unavailable(Exception):
+    """The provider's probe failed: the demo stops before its first step."""
+
+    def __init__(self, provider: str, reason: str) -> None:
+        super().__init__(provider, reason)
+        self.provider = provider
+        self.reason = reason
+
+
 def _multiline(value: object) -> bool:
     return isinstance(value, str) and "\n" in value
 
@@ -283,9 +292,17 @@ def demo_command(ctx: click.Context, keep: bool, model_name: str | None) -> None
         from pai.core import create_agent_runtime, load_config, resolve_model
         from pai.core.testing import ScriptedModel
         from pai.sandbox._capability import create_sandbox_service
+        from pai.sandbox._errors import SandboxError
         from pai.sandbox._plugin import facade_limits
+        from pai.sandbox._provider import probe_provider
 
         async with configured() as (provider, settings):  # checks the configuration first
+            try:
+                # Before the first step: a provider that cannot work is one line, not every
+                # step failing in turn.
+                await probe_provider(provider)
+            except SandboxError as error:
+                raise _Unavailable(provider.name, str(error)) from None
             real = resolve_model(model_name, config=load_config()) if model_name else None
             scripted = ScriptedModel(_demo_script())
             model = real if real is not None else scripted
@@ -330,8 +347,18 @@ def demo_command(ctx: click.Context, keep: bool, model_name: str | None) -> None
                         )
                         printer.line(f"kept the sandbox: key {key!r}; {where}")
                     else:
-                        await thread.delete()
-                        printer.line("removed the demo's sandbox (pass --keep to keep it)")
+                        try:
+                            await provider.destroy(key)
+                        except Exception as error:  # the backend failed: say so, never "removed"
+                            problems.append(f"cleanup: {error}")
+                            printer.line(
+                                f"could NOT remove the demo's sandbox (key {key!r}): {error}; "
+                                f"remove it with `pai sandbox rm {key}` once the provider works",
+                                "bold red",
+                            )
+                        else:
+                            await thread.delete()  # its sandbox is gone already: nothing fails
+                            printer.line("removed the demo's sandbox (pass --keep to keep it)")
             aclose = getattr(real, "aclose", None)
             if callable(aclose):
                 await cast("Callable[[], Awaitable[object]]", aclose)()
@@ -345,7 +372,15 @@ def demo_command(ctx: click.Context, keep: bool, model_name: str | None) -> None
                 problems = [p for p in problems if not p.startswith("run: exit")]
             return calls, problems
 
-    _, problems = run_async(run)
+    try:
+        _, problems = run_async(run)
+    except _Unavailable as unavailable:
+        click.echo(
+            f"Error: the demo cannot run: sandbox provider {unavailable.provider!r}: "
+            f"{unavailable.reason}",
+            err=True,
+        )
+        ctx.exit(1)
     if problems:
         note("the demo did not go as scripted: " + "; ".join(problems))
         ctx.exit(1)
