@@ -252,3 +252,13 @@ def test_probe_with_nothing_configured_says_so(only_openai: None) -> None:
 
     assert result.exit_code == 0
     assert "probe: nothing configured to probe" in result.stdout
+
+
+def test_the_api_key_env_error_reads_as_a_sentence_not_a_validator_dump() -> None:
+    Path("pai.toml").write_text(model_toml('api_key_env = "1BAD"'))
+
+    result = invoke("config")
+
+    assert result.exit_code == 2
+    assert "model.openai.api_key_env = '***'" in result.stderr
+    assert "Value error" not in result.stderr

@@ -165,7 +165,7 @@ def _options(registration: ModelRegistration, provider: str, config: PaiConfig |
             if problem["type"] == "missing":
                 lines.append(f"{key}: required, and not set ({origin})")
                 continue
-            what = problem["msg"]
+            what = problem["msg"].removeprefix("Value error, ")
             if problem["type"] == "extra_forbidden":
                 what = "unknown key" + did_you_mean(loc[-1], fields, before="; ", after="")
             shown = mask_value(loc[-1] if loc else provider, problem["input"])
