@@ -210,3 +210,45 @@ def test_history_lives_under_xdg_state_home(project: Path, monkeypatch: pytest.M
     assert history_path() == project / "state" / "pai" / "history"
     monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # ignored, as XDG says
     assert history_path() == Path.home() / ".local" / "state" / "pai" / "history"
+
+
+def test_the_banner_names_agent_model_capability_providers_and_thread(project: Path) -> None:
+    from pydantic import BaseModel
+
+    from pai.core import define_agent, define_capability, define_tool, load_config
+    from pai.core._chat import chat_banner
+    from pai.core.testing import ScriptedModel
+
+    class Box:
+        pass
+
+    class NoInput(BaseModel):
+        pass
+
+    box, vault = define_capability(Box, id="box"), define_capability(Box, id="acme.vault")
+    agent = define_agent(
+        name="boxer",
+        model=ScriptedModel([]),
+        tools={
+            "peek": define_tool(
+                id="peek",
+                description="Peek.",
+                input_schema=NoInput,
+                capabilities={"box": box, "vault": vault},
+                execute=lambda ctx: "x",
+            )
+        },
+    )
+    (project / "pai.toml").write_text('[capabilities.box]\nprovider = "docker"\n')
+
+    banner = chat_banner(agent, None, load_config(project), "t-1", interactive=True)
+
+    assert banner is not None
+    assert banner.splitlines()[0] == (
+        "pai chat: agent 'boxer' · model ScriptedModel · capabilities: acme.vault, "
+        "box 'docker' · thread t-1"
+    )
+    given = chat_banner(agent, "openai:gpt-x", None, "t-1", interactive=True)
+    assert given is not None
+    assert "model openai:gpt-x" in given  # --model/-m named it
+    assert chat_banner(agent, None, None, "t-1", interactive=False) is None

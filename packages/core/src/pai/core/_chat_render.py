@@ -270,20 +270,20 @@ class RichView:
         self.console.print(Text(text, style=style or ""))
 
     def result(self, view: ResultView) -> None:
+        from rich.padding import Padding
         from rich.panel import Panel
         from rich.text import Text
 
         self.line(view.headline, "green" if view.ok else "bold red")
         for block in view.blocks:
-            self.console.print(
-                Panel(
-                    Text(block.text, style="red" if block.error else "dim"),
-                    title=block.title or None,
-                    title_align="left",
-                    expand=False,
-                    padding=(0, 1),
-                )
+            panel = Panel(
+                Text(block.text, style="red" if block.error else "dim"),
+                title=block.title or None,
+                title_align="left",
+                expand=False,
+                padding=(0, 1),
             )
+            self.console.print(Padding(panel, (0, 0, 0, 5)))  # under the result's line
 
     def tools_running(self, calls: Sequence[ToolCall]) -> None:
         self.end_text()
