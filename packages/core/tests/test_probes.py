@@ -114,3 +114,9 @@ def test_plugins_probes_are_collected_and_a_broken_hook_is_a_failed_result() -> 
 
 def test_no_model_configured_means_no_model_probe() -> None:
     assert collect_probes(PaiConfig(), plugins=Plugins()) == []
+
+
+def test_model_options_alone_configure_no_model_to_probe() -> None:
+    config = PaiConfig(data={"model": {"openai": {"base_url": "http://127.0.0.1:9/v1"}}})
+
+    assert collect_probes(config, plugins=Plugins()) == []

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -76,16 +76,18 @@ def model_probe(config: PaiConfig, *, plugins: Plugins) -> Probe | None:
     from pai.core._model_config import model_from_config
 
     table = config.data.get("model")
-    if table is None:
-        return None
+    if not isinstance(table, Mapping) or not {"provider", "name"} <= set(
+        cast("Mapping[str, object]", table)
+    ):
+        return None  # no model configured (only options of providers, for models in code)
 
     async def check() -> None:
         from pai.core._messages import UserMessage
         from pai.core._model import ModelRequest, aclose_if_closable
 
         model = model_from_config(config, plugins=plugins)
-        if model is None:
-            return  # only options of providers: no model to ask
+        if model is None:  # the table was checked above: never, short of a bug
+            raise PaiError("[model] configures no model to probe")
         where = _model_where(config, model)
         try:
             await model.request(
