@@ -266,6 +266,23 @@ def test_rm_disposes_what_the_thread_owns_through_the_runtime() -> None:
     ]
 
 
+def test_scope_overrides_an_apps_scope_key_for_chat_ls_and_rm() -> None:
+    result = invoke("chat", "shell:make_app", "--scope", "acme", stdin="note it\n")
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.stderr.splitlines() if "come back to it with" in line]
+    thread = line.split()[2]
+    key = f"pai1.thread.notes.acme.{thread}"
+    assert key in result.stdout
+    assert f"`pai threads rm {thread} --target shell:make_app --scope acme`" in result.stderr
+
+    assert listed("--target", "shell:make_app") == []
+    assert [t["id"] for t in listed("--target", "shell:make_app", "--scope", "acme")] == [thread]
+    removed = invoke("threads", "rm", thread, "--target", "shell:make_app", "--scope", "acme")
+
+    assert removed.exit_code == 0, removed.output
+    assert Path("disposed.txt").read_text().splitlines() == [key]
+
+
 def test_rm_without_a_target_says_it_needs_the_agent() -> None:
     Path("pai.toml").write_text('[storage]\nurl = "sqlite:///threads.db"\n')
 

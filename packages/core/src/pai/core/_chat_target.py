@@ -305,7 +305,8 @@ class ChatTarget:
     kind: Literal["agent", "runtime", "app"]
     runtime: AgentRuntime
     agent_id: str | None
-    """The agent's id in its app (``None`` for an agent or a runtime)."""
+    """The ``--agent`` that chose it among an app's agents (``None`` for an agent, a runtime,
+    or an app of one agent)."""
     scope: str | None
     """The scope key given (``--scope``), or ``None`` when the target's scope_key decides."""
     identity: object
@@ -529,6 +530,8 @@ async def open_chat_target(
             if isinstance(value, Pai):
                 kind = "app"
                 chosen, runtime = _choose_runtime(value, spec, agent_id)
+                if len(value.agent_ids) == 1:
+                    chosen = None  # nothing to choose: commands need no --agent
             else:
                 kind = "runtime"
                 chosen = None
