@@ -306,3 +306,29 @@ def test_config_check_probe_has_no_sandbox_probe_without_a_sandbox_table() -> No
 
     assert result.exit_code == 0, result.output
     assert [p for p in json.loads(result.stdout)["probes"] if p["name"].startswith("sandbox")] == []
+
+
+# -- pai providers ------------------------------------------------------------------------------------
+
+
+def test_providers_describe_every_option_of_every_shipped_provider(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(
+        "PAI_LOAD_PLUGINS", "pai-sandbox,pai-sandbox-inmemory,pai-sandbox-docker,pai-sandbox-e2b"
+    )
+    reset_plugins()
+
+    data = json.loads(invoke("providers", "--json").stdout)
+
+    assert sorted(p["name"] for p in data["providers"]) == ["docker", "e2b", "inmemory"]
+    undescribed = [
+        f"{provider['name']}.{option['name']}"
+        for provider in data["providers"]
+        for option in provider["options"]
+        if not option["description"].strip()
+    ]
+    assert undescribed == []
+    table = invoke("providers").stdout
+    image = next(line for line in table.splitlines() if line.startswith("image "))
+    assert "the image every sandbox runs" in image

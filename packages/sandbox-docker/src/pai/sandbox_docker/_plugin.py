@@ -33,23 +33,57 @@ class DockerOptions(BaseModel):
 
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
-    image: str = Field(min_length=1)
-    workdir: str = "/workspace"
+    image: str = Field(
+        min_length=1,
+        description='the image every sandbox runs, e.g. "python:3.12-slim" (pulled when absent)',
+    )
+    workdir: str = Field(
+        default="/workspace",
+        description="the sandbox's workspace folder inside the container (absolute)",
+    )
     user: str | None = Field(
         default=DEFAULT_USER,
         min_length=1,
         description='who commands run as: "uid:gid" or a user of the image; "root" opts back '
         "into root; None: the image's USER",
     )
-    env: dict[str, str] = Field(default_factory=dict[str, str])
-    cpus: float | None = Field(default=None, gt=0)
-    memory: str | int | None = "512m"
-    pids_limit: int | None = Field(default=256, gt=0)
-    network: str = "none"
-    labels: dict[str, str] = Field(default_factory=dict[str, str])
-    namespace: str = Field(default="pai", min_length=1)
-    idle_ttl: float | None = Field(default=None, ge=0, description="seconds")
-    docker_host: str | None = None
+    env: dict[str, str] = Field(
+        default_factory=dict[str, str],
+        description="environment variables set in every sandbox",
+    )
+    cpus: float | None = Field(
+        default=None, gt=0, description="CPUs a sandbox may use, e.g. 1.5; None: no limit"
+    )
+    memory: str | int | None = Field(
+        default="512m", description='memory limit, e.g. "1g" or bytes; None: no limit'
+    )
+    pids_limit: int | None = Field(
+        default=256, gt=0, description="processes a sandbox may have at once; None: no limit"
+    )
+    network: str = Field(
+        default="none",
+        description='Docker network; "none": loopback only, "bridge" (or a name): network access',
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict[str, str],
+        description="labels added to every container (not starting with 'pai.')",
+    )
+    namespace: str = Field(
+        default="pai",
+        min_length=1,
+        description="separates applications' sandboxes: ls, rm and prune see one namespace",
+    )
+    idle_ttl: float | None = Field(
+        default=None,
+        ge=0,
+        description="seconds unused after which a sandbox is removed (at a later create); "
+        "None: kept",
+    )
+    docker_host: str | None = Field(
+        default=None,
+        description='the engine, e.g. "unix:///var/run/docker.sock" or "tcp://host:2376"; '
+        "None: DOCKER_HOST, then the default socket",
+    )
     runtime: str | None = Field(
         default=None,
         description='OCI runtime of the engine, e.g. "runsc" (gVisor); None: the default',

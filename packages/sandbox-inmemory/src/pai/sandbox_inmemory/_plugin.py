@@ -18,15 +18,41 @@ class InMemoryOptions(BaseModel):
 
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
-    memory_budget: int = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
-    """Bytes one sandbox's files may hold, and one command's worker may allocate."""
-    max_workers: int = Field(default=2, gt=0)
-    """Worker processes running commands at the same time (per event loop)."""
-    max_loop_iterations: int = Field(default=10_000_000, gt=0)
-    max_command_count: int = Field(default=10_000_000, gt=0)
-    max_call_depth: int = Field(default=100, gt=0)
-    max_awk_iterations: int = Field(default=10_000_000, gt=0)
-    max_sed_iterations: int = Field(default=10_000_000, gt=0)
+    memory_budget: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="bytes one sandbox's files may hold, and one command's worker may allocate",
+    )
+    max_workers: int = Field(
+        default=2,
+        gt=0,
+        description="worker processes running commands at the same time (per event loop)",
+    )
+    max_loop_iterations: int = Field(
+        default=10_000_000,
+        gt=0,
+        description="iterations of one shell loop; a script over it exits 126",
+    )
+    max_command_count: int = Field(
+        default=10_000_000,
+        gt=0,
+        description="commands one script may run; a script over it exits 126",
+    )
+    max_call_depth: int = Field(
+        default=100,
+        gt=0,
+        description="nesting of shell function calls; deeper exits 126",
+    )
+    max_awk_iterations: int = Field(
+        default=10_000_000,
+        gt=0,
+        description="iterations of one awk loop; a program over it exits 126",
+    )
+    max_sed_iterations: int = Field(
+        default=10_000_000,
+        gt=0,
+        description="iterations of one sed script's branch loops; over it exits 126",
+    )
 
 
 def _make_provider(options: InMemoryOptions) -> SandboxProvider:
