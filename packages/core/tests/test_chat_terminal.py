@@ -69,6 +69,9 @@ async def answer(request):
         for event in response_events(AssistantMessage(content=None, tool_calls=(call,))):
             yield event
         return
+    if said == "wait":
+        yield TextDelta("Thinking")
+        await asyncio.sleep(60)
     if said == "break it":
         raise ModelNotFoundError("no such model 'broken-model'", model="broken-model")
     yield TextDelta("You said: ")
@@ -90,6 +93,11 @@ coder = define_agent(
 UP = "\x1b[A"
 
 
+def _take_terminal() -> None:
+    """In the child, a session leader: make the pty on stdin its controlling terminal."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
 class Terminal:
     """A process on a pty of COLUMNS x LINES, and the screen pyte draws from its output."""
 
@@ -103,7 +111,8 @@ class Terminal:
             stderr=slave,
             cwd=cwd,
             env=env,
-            start_new_session=True,  # the pty becomes its controlling terminal
+            start_new_session=True,
+            preexec_fn=_take_terminal,  # Ctrl-C typed on the pty sends SIGINT, as on a terminal
         )
         os.close(slave)
         self.screen = pyte.Screen(COLUMNS, LINES)
@@ -223,6 +232,8 @@ def test_a_chat_on_a_terminal(terminal: Terminal, tmp_path: Path) -> None:
     while terminal.process.poll() is None and time.monotonic() < deadline:
         terminal.pump(0.05)
     assert terminal.process.returncode == 0, terminal.text()
+    terminal.pump(0.2)
+    assert terminal.screen.cursor.x == 0  # the shell's prompt comes on a line of its own
     history = (tmp_path / "state" / "pai" / "history").read_text(encoding="utf-8")
     # readline keeps a line typed again right after itself once
     assert history.splitlines() == ["list files", "break it", "hello there"]
@@ -235,6 +246,24 @@ def test_the_spinner_runs_while_a_tool_runs(terminal: Terminal) -> None:
     terminal.wait_for(lambda s: "running run ..." in s, "the spinner")
     shown = terminal.wait_for(lambda s: prompt_ready(s, 2), "the answer")
     assert "running run ..." not in shown  # gone once the result came
+
+
+def test_ctrl_c_cancels_an_answer_then_ends_the_chat_at_the_prompt(terminal: Terminal) -> None:
+    terminal.wait_for(lambda s: prompt_ready(s, 1), "the first prompt")
+    terminal.type("wait\r")
+    terminal.wait_for(lambda s: "Thinking" in s, "the answer starting")
+    terminal.type("\x03")
+    shown = terminal.wait_for(lambda s: prompt_ready(s, 2), "a prompt after Ctrl-C")
+    assert "pai: cancelled; the thread keeps what was said before this answer" in shown
+    terminal.type("half typed")
+    terminal.wait_for(lambda _: terminal.cursor_line().endswith("you> half typed"), "typing")
+    terminal.type("\x03")
+    deadline = time.monotonic() + 30
+    while terminal.process.poll() is None and time.monotonic() < deadline:
+        terminal.pump(0.05)
+    terminal.pump(0.2)
+    assert terminal.process.returncode == 0, terminal.text()
+    assert terminal.screen.cursor.x == 0  # the shell's prompt comes on a line of its own
 
 
 def test_commands_on_a_terminal(terminal: Terminal) -> None:

@@ -108,6 +108,7 @@ class _Chat:
 
     current: anyio.CancelScope | None = None
     interrupted: bool = False
+    left_at_prompt: bool = False
 
 
 def _note(text: str) -> None:
@@ -243,6 +244,7 @@ async def chat(
                     state.interrupted = True
                     state.current.cancel()
                 else:
+                    state.left_at_prompt = True
                     scope.cancel()  # Ctrl-C at the prompt: the chat ends
                     return
 
@@ -252,6 +254,7 @@ async def chat(
             while True:
                 line = await next_message()
                 if line is None:
+                    state.left_at_prompt = True  # Ctrl-D
                     break
                 text = line.strip()
                 if not text:
@@ -296,6 +299,8 @@ async def chat(
             tg.cancel_scope.cancel()
     finally:
         if editing is not None:
+            if state.left_at_prompt:
+                click.echo("")  # the shell's prompt on a line of its own
             editing.save()
     if outcome.failed and not interactive:
         _note("pai: stopped at the failed answer; the messages after it were not sent")
