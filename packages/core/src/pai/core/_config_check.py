@@ -27,7 +27,25 @@ def check_static(config: PaiConfig, *, plugins: Plugins | None = None) -> None:
     """Raise a :class:`~pai.core.PaiError` for the first problem of ``config`` that needs no user
     code and no network: capability ids, storage URL, every configured capability's options,
     ``[model]``. What it builds to check (storage, bindings, the model) is closed before it
-    returns. Call it outside a running event loop."""
+    returns. Call it outside a running event loop.
+
+    A :class:`~pai.core.ConfigError` whose message quotes a secret of ``config`` (a value at a
+    key named like a secret, a URL's password) is raised again with the secret masked, and
+    without the original as its cause."""
+    from pai.core._errors import ConfigError
+    from pai.core._secrets import config_secrets, mask_text
+
+    try:
+        _check_static(config, plugins=plugins)
+    except ConfigError as error:
+        message = str(error)
+        masked = mask_text(message, config_secrets(config.data))
+        if masked == message or type(error) is not ConfigError:
+            raise
+        raise ConfigError(masked, ids=error.ids) from None
+
+
+def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
     import anyio
 
     from pai.core._agent import Requirement
