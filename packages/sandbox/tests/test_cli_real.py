@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -332,3 +334,42 @@ def test_providers_describe_every_option_of_every_shipped_provider(
     table = invoke("providers").stdout
     image = next(line for line in table.splitlines() if line.startswith("image "))
     assert "the image every sandbox runs" in image
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("sandbox", "exec", "echo", "hi"), ("sandbox", "ls"), ("sandbox", "rm", "x")],
+    ids=" ".join,
+)
+def test_a_stopped_engine_is_one_line_naming_the_socket(
+    stopped_engine: str, command: tuple[str, ...]
+) -> None:
+    docker_config()
+
+    result = invoke(*command)
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        f"Error: cannot connect to the Docker engine at {stopped_engine} (DOCKER_HOST): "
+        "connection refused: nothing listens there; start Docker"
+    )
+    assert result.stderr.count("\n") == 1
+
+
+def test_the_console_command_refuses_a_misspelt_option_in_a_subprocess(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAI_")}
+    completed = subprocess.run(
+        [sys.executable, "-m", "pai.core", "sandbox", "exec", "--tiemout", "5", "echo", "hi"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+    assert completed.returncode == 2
+    assert "No such option '--tiemout'. Did you mean '--timeout'?" in completed.stderr
+    assert "command not found" not in completed.stderr
+    assert completed.stdout == ""
