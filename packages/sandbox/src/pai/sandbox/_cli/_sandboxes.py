@@ -201,7 +201,13 @@ def _env_option(
     help="Working directory in the sandbox, relative to /workspace or absolute "
     "[default: /workspace].",
 )
-@json_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result (output, exit code, timed_out, ...) as one JSON object instead of "
+    "the command's output.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="[--] CMD...")
 @click.pass_context
 def exec_command(
