@@ -199,8 +199,10 @@ def capability_package(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def e2e(session: nox.Session) -> None:
-    """The real install path: build wheels, pip-install them into a fresh venv, run `pai` there."""
-    session.install("pytest>=8.3")
+    """The real install path, as the README gives it: build the wheels, pip-install them into a
+    fresh venv outside the repository, run `pai` there (`pai chat -p` against the OpenAI test
+    server, which runs from this session's environment)."""
+    session.install("pytest>=8.3", "-e", "packages/core", "-e", "packages/model-openai[testing]")
     session.run("pytest", "tests/e2e", *session.posargs)
 
 
