@@ -101,13 +101,15 @@ def _take_terminal() -> None:
 class Terminal:
     """A process on a pty of COLUMNS x LINES, and the screen pyte draws from its output."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, args: list[str], cwd: Path, env: dict[str, str], stdout: int | None = None
+    ) -> None:
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
         self.process = subprocess.Popen(
             args,
             stdin=slave,
-            stdout=slave,
+            stdout=slave if stdout is None else stdout,
             stderr=slave,
             cwd=cwd,
             env=env,
@@ -154,8 +156,11 @@ class Terminal:
         os.close(self.master)
 
 
-@pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminal]:
+CHAT = [sys.executable, "-m", "pai.core", "chat", "ttyagents:coder"]
+
+
+def chat_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a chat in ``tmp_path``: its own history, no user settings."""
     (tmp_path / "ttyagents.py").write_text(textwrap.dedent(AGENT_MODULE), encoding="utf-8")
     env = {
         key: value
@@ -170,7 +175,12 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
         INPUTRC=os.devnull,  # the user's key bindings must not change what the keys do
     )
     env.pop("NO_COLOR", None)
-    shown = Terminal([sys.executable, "-m", "pai.core", "chat", "ttyagents:coder"], tmp_path, env)
+    return env
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    shown = Terminal(CHAT, tmp_path, chat_env(tmp_path))
     try:
         yield shown
     finally:
@@ -280,3 +290,23 @@ def test_commands_on_a_terminal(terminal: Terminal) -> None:
     while terminal.process.poll() is None and time.monotonic() < deadline:
         terminal.pump(0.05)
     assert terminal.process.returncode == 0, terminal.text()
+
+
+def test_typed_at_a_terminal_with_stdout_to_a_file_the_file_gets_the_answers_alone(
+    tmp_path: Path,
+) -> None:
+    answers = tmp_path / "answers.txt"
+    with answers.open("wb") as out:
+        typed = Terminal(CHAT, tmp_path, chat_env(tmp_path), stdout=out.fileno())
+    try:
+        typed.wait_for(lambda s: prompt_ready(s, 1), "the prompt, on stderr")
+        typed.type("hello there\r")
+        typed.wait_for(lambda s: prompt_ready(s, 2), "the next prompt")
+        typed.type("\x04")
+        deadline = time.monotonic() + 30
+        while typed.process.poll() is None and time.monotonic() < deadline:
+            typed.pump(0.05)
+        assert typed.process.returncode == 0, typed.text()
+    finally:
+        typed.close()
+    assert answers.read_bytes() == b"You said: hello there\n"  # no prompt, no escape codes

@@ -174,6 +174,13 @@ class _LineEditing:
             )
 
 
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(getattr(stream, "isatty", lambda: False)())
+    except ValueError:  # a closed stream
+        return False
+
+
 async def _read_line(prompt: str | None) -> str | None:
     """The next line of input (``None`` at its end), read in a daemon thread: a prompt still
     waiting when the chat ends (Ctrl-C) must not keep the process alive."""
@@ -227,7 +234,10 @@ async def chat(
     outcome = outcome if outcome is not None else ChatOutcome()
     outcome.thread_id = thread.id
     view = view if view is not None else PlainView()
-    editing = _LineEditing() if interactive and messages is None else None
+    typed = interactive and messages is None
+    # readline edits a line only when stdout is the terminal too; with stdout piped to a
+    # file, the prompt goes to stderr, plain, and the file gets the answers alone.
+    editing = _LineEditing() if typed and _is_terminal(sys.stdout) else None
     pending = list(messages) if messages is not None else None
     if banner:
         _note(banner)
@@ -235,7 +245,12 @@ async def chat(
     async def next_message() -> str | None:
         if pending is not None:
             return pending.pop(0) if pending else None
-        return await _read_line(_PROMPT if editing is not None else None)
+        if editing is not None:
+            return await _read_line(_PROMPT)
+        if typed:
+            click.echo("you> ", nl=False, err=True)
+            sys.stderr.flush()
+        return await _read_line(None)
 
     async def watch_interrupts(scope: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGINT) as signals:
