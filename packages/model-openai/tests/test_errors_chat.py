@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -170,3 +171,39 @@ def test_p_answers_once_with_a_tool_call_in_the_sandbox(
         "The command exited 3.",
     ]
     assert [request.model for request in openai_server.requests] == ["one-shot-model"] * 2
+
+
+def test_as_processes_the_exit_status_is_the_shells(project: Path) -> None:
+    """The shipped server as a process (``python -m pai.model_openai.testing``), ``pai chat -p``
+    as another: the status a shell script sees."""
+    (project / "answers.json").write_text(
+        '[{"error": 401, "message": "Incorrect API key provided"}, {"text": "Hello!"}]',
+        encoding="utf-8",
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pai.model_openai.testing", "--script", "answers.json"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:"), base_url
+        configure(project, base_url)
+        env = {**os.environ, "OPENAI_API_KEY": KEY}
+        command = [sys.executable, "-m", "pai.core", "chat", "erragents:coder", "-p", "hi"]
+
+        refused = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+        answered = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+    finally:
+        server.terminate()
+        server.wait(30)
+
+    assert refused.returncode == 1, refused.stderr
+    assert "the API key was refused" in refused.stderr
+    assert f"{base_url}/chat/completions" in refused.stderr
+    assert refused.stdout == ""
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout == "Hello!\n"
