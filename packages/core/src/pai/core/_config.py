@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from pai.core._errors import ConfigError
-from pai.core._secrets import mask_value
 
 CONFIG_FILE = "pai.toml"
 """The configuration file's name."""
@@ -121,7 +120,7 @@ def capability_section(
         return None
     if not isinstance(capabilities, Mapping):
         raise ConfigError(
-            f"capabilities = {mask_value('capabilities', capabilities)!r} "
+            f"capabilities = {_shown('capabilities', capabilities)!r} "
             f"({origin_of(config, ('capabilities',))}) is not a "
             "table; write one table per capability, such as [capabilities.sandbox]"
         )
@@ -147,12 +146,19 @@ def capability_section(
     path, value = found[0]
     if not isinstance(value, Mapping):
         raise ConfigError(
-            f"{render_key(path)} = {mask_value(path[-1], value)!r} ({origin_of(config, path)}) "
+            f"{render_key(path)} = {_shown(path[-1], value)!r} ({origin_of(config, path)}) "
             "is not a table; "
             f"configure capability {capability_id!r} as a table: [capabilities.{capability_id}]",
             ids=(capability_id,),
         )
     return path, cast("Mapping[str, Any]", value)
+
+
+def _shown(key: str, value: object) -> object:
+    """``value`` as a message may quote it (secrets masked); imported on error paths only."""
+    from pai.core._secrets import mask_value
+
+    return mask_value(key, value)
 
 
 def origin_of(config: PaiConfig, path: KeyPath) -> str:
@@ -450,7 +456,7 @@ def _tool_pai(path: Path) -> dict[str, Any] | None:
     table = cast("dict[str, Any]", tool)["pai"]
     if not isinstance(table, dict):
         raise ConfigError(
-            f"tool.pai = {mask_value('pai', table)!r} in {path} is not a table; write "
+            f"tool.pai = {_shown('pai', table)!r} in {path} is not a table; write "
             "[tool.pai.capabilities.<id>] "
             "tables, or move the configuration to pai.toml"
         )
