@@ -86,3 +86,10 @@ def test_config_secrets_finds_values_at_secret_keys_and_url_passwords() -> None:
     }
 
     assert sorted(config_secrets(data)) == sorted([KEY, "pw-123456", "e2b-abcdef"])
+
+
+def test_names_that_share_a_token_prefix_are_not_masked() -> None:
+    for text in ["e2b_emulator", "the e2b-sandbox-id label", "sk-learn", "hf_hub_cache", "pk_id"]:
+        assert mask_text(text) == text
+    assert mask_text("e2b_0123456789abcdef0123456789abcdef") == MASK
+    assert mask_text("ghp_Zq81xTfA0b9Kc2LmQ77vWbN4aa") == MASK

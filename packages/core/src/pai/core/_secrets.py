@@ -26,8 +26,10 @@ _SECRET_KEY = re.compile(
 )
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN_PREFIXES = re.compile(
-    r"(?<![A-Za-z0-9])(sk|pk|rk)[-_][A-Za-z0-9_-]{6,}"
-    r"|(?<![A-Za-z0-9])(ghp|gho|ghu|ghs|ghr|github_pat|glpat|hf|xox[abprs]|e2b)[-_][A-Za-z0-9_-]{6,}"
+    r"(?<![A-Za-z0-9])(sk|pk|rk)[-_][A-Za-z0-9_-]{16,}"
+    r"|(?<![A-Za-z0-9])(ghp|gho|ghu|ghs|ghr|github_pat|glpat|hf)[-_][A-Za-z0-9_]{20,}"
+    r"|(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|(?<![A-Za-z0-9])e2b_[0-9a-f]{20,}"
     r"|(?<![A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{12,}"
     r"|(?<![A-Za-z0-9])AIza[A-Za-z0-9_-]{20,}"
     r"|(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
