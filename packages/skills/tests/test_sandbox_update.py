@@ -69,6 +69,15 @@ async def load(skills: Skills[str, Any], sandbox: Sandbox) -> SkillToolOk:
     return output
 
 
+async def load_failing(skills: Skills[str, Any], sandbox: Sandbox) -> str:
+    """The error the model reads when loading the skill fails."""
+    ran = await run_tool(
+        skills.tool, input={"name": "csv-report"}, capabilities={"sandbox": sandbox}
+    )
+    assert ran.result.is_error
+    return ran.result.content
+
+
 async def tree(sandbox: Sandbox, folder: str = FOLDER) -> list[str]:
     """Every path under ``folder``: folders end in ``/``, symlinks in ``@``."""
     found: list[str] = []
@@ -212,7 +221,7 @@ async def test_a_rewritten_marker_cannot_make_the_update_remove_anything_outside
         assert await sandbox.read_file(f"{FOLDER}/{MARKER}") == marker_of(V2)
 
 
-async def test_a_skill_folder_that_is_a_symlink_has_nothing_removed_through_it(
+async def test_a_skill_folder_that_is_a_symlink_is_neither_written_nor_cleaned_through(
     provider: CountingProvider,
 ) -> None:
     async with sandbox_of(provider) as sandbox:
@@ -221,10 +230,45 @@ async def test_a_skill_folder_that_is_a_symlink_has_nothing_removed_through_it(
             f"mv {FOLDER} /workspace/moved && ln -s /workspace/moved {FOLDER}"
         )
         assert result.ok, result.stderr
-        await load(V2, sandbox)
+        failed = await load_failing(V2, sandbox)
 
+        assert failed == (
+            "Error: tool 'pai.skills.skill' failed: SkillCopyError: cannot copy the skill "
+            f"'csv-report' into the sandbox: {FOLDER} is a symlink where the skill's own files "
+            "go, and writing through a symlink would write wherever it points; remove it (rm "
+            f"{FOLDER}) and load the skill again"
+        )
         assert await sandbox.read_text("/workspace/moved/scripts/old.sh") == "echo old\n"
-        assert await sandbox.read_file(f"{FOLDER}/{MARKER}") == marker_of(V2)
+        assert await sandbox.read_file("/workspace/moved/.pai-skill") == marker_of(V1)
+        # Once the link is gone, the skill loads.
+        await sandbox.remove(FOLDER)  # the link, not its target
+        await load(V2, sandbox)
+        assert await tree(sandbox) == V2_TREE
+
+
+@pytest.mark.parametrize(
+    "link", ["scripts", "scripts/count.sh", MARKER], ids=["folder", "file", "marker"]
+)
+async def test_a_symlink_where_the_skill_writes_fails_the_load_and_writes_nothing(
+    provider: CountingProvider, link: str
+) -> None:
+    async with sandbox_of(provider) as sandbox:
+        await sandbox.write_files(
+            {"/workspace/elsewhere/count.sh": "mine\n", "/workspace/elsewhere/target": "mine\n"}
+        )
+        target = "/workspace/elsewhere" if link == "scripts" else "/workspace/elsewhere/target"
+        parent = FOLDER if link == "scripts" else f"{FOLDER}/scripts"
+        result = await sandbox.run_command(f"mkdir -p {parent} && ln -s {target} {FOLDER}/{link}")
+        assert result.ok, result.stderr
+        writes = len(provider.writes)
+        failed = await load_failing(V2, sandbox)
+
+        assert "SkillCopyError: cannot copy the skill 'csv-report' into the sandbox: " in failed
+        assert f"{FOLDER}/{link} is a symlink" in failed
+        assert f"(rm {FOLDER}/{link})" in failed
+        assert len(provider.writes) == writes
+        assert await sandbox.read_text("/workspace/elsewhere/count.sh") == "mine\n"
+        assert await sandbox.read_text("/workspace/elsewhere/target") == "mine\n"
 
 
 async def test_another_skills_marker_lists_nothing_to_remove(provider: CountingProvider) -> None:

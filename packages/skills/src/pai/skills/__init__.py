@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pai.skills._entry import SkillFile as SkillFile
     from pai.skills._entry import TextData as TextData
     from pai.skills._errors import DuplicateSkillError as DuplicateSkillError
+    from pai.skills._errors import SkillCopyError as SkillCopyError
     from pai.skills._errors import SkillDefinitionError as SkillDefinitionError
     from pai.skills._errors import SkillProblem as SkillProblem
     from pai.skills._errors import SkillSourceError as SkillSourceError
@@ -67,6 +68,7 @@ _SOURCES: dict[str, str] = {
     "SkillFile": "pai.skills._entry",
     "TextData": "pai.skills._entry",
     "DuplicateSkillError": "pai.skills._errors",
+    "SkillCopyError": "pai.skills._errors",
     "SkillDefinitionError": "pai.skills._errors",
     "SkillProblem": "pai.skills._errors",
     "SkillSourceError": "pai.skills._errors",
@@ -93,6 +95,7 @@ __all__ = [
     "SandboxFn",
     "SandboxInput",
     "SkillAvailableInput",
+    "SkillCopyError",
     "SkillDefinitionError",
     "SkillEntry",
     "SkillFile",

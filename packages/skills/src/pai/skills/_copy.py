@@ -24,6 +24,11 @@ not normalized is ignored (the marker lives in the sandbox, where commands can r
 path is removed only when every folder on its way is a real folder, not a symlink, and it is
 itself a regular file; and a folder only when it is empty. A user's file is never removed, in
 the skill's folder or elsewhere.
+
+Writing through a symlink writes its target, so before anything is written the copy checks that
+the skill's folder, the folders its files go in, its files and its marker are not symlinks
+(commands in the sandbox can make them); one that is fails the load with
+:class:`~pai.skills.SkillCopyError` naming it, and nothing is written.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import json
 import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from typing_extensions import TypeIs
 
@@ -45,6 +51,7 @@ from pai.sandbox import (
     SandboxNotADirectoryError,
 )
 from pai.skills._entry import MARKER, SKILL_FILE
+from pai.skills._errors import SkillCopyError
 
 MARKER_PREFIX = "pai-skill"
 PENDING = "copying"
@@ -129,49 +136,53 @@ async def ensure_copy(sandbox: Sandbox, plan: CopyPlan) -> None:
     stale = sorted({path for path in earlier if path not in new})
     listed = sorted(new.union(earlier))
     pending = FileWrite(plan.marker_path, marker_bytes(plan.name, PENDING, listed))
+    folders = _Folders(sandbox, plan)
+    await _check_no_links(folders, plan)
     if not stale:
         await sandbox.write_files([pending, *plan.writes])
         return
     await sandbox.write_files([pending])
-    await _remove_stale(sandbox, plan, stale)
+    await _remove_stale(folders, plan, stale)
     await sandbox.write_files(plan.writes)
 
 
 class _Folders:
-    """Listings of the skill folder and its subfolders, each read once; ``None`` for a path
-    that is not a real folder (missing, a file, or a symlink, which is never followed)."""
+    """What sits at each path of the skill folder, from listings each read once. Symlinks are
+    never followed: below a symlink (or a file, or nothing) there is nothing."""
 
     def __init__(self, sandbox: Sandbox, plan: CopyPlan) -> None:
-        self._sandbox = sandbox
+        self.sandbox = sandbox
         self._plan = plan
+        self._top: dict[str, str] | Literal[False] | None = False  # the sandbox_dir listing
         self._listings: dict[str, dict[str, str] | None] = {}
 
     async def _list(self, path: str) -> dict[str, str] | None:
         try:
-            entries = await self._sandbox.list_dir(path)
+            entries = await self.sandbox.list_dir(path)
         except (SandboxFileNotFoundError, SandboxNotADirectoryError):
             return None
         return {entry.name: entry.type for entry in entries}
 
-    async def entries(self, relative: str) -> dict[str, str] | None:
-        """The entries (name to type) of the folder at ``relative`` in the skill folder (``""``
-        for the skill folder itself)."""
-        if relative in self._listings:
-            return self._listings[relative]
+    async def kind(self, relative: str) -> str | None:
+        """The type of the entry at ``relative`` in the skill folder (``""`` for the folder
+        itself): ``"file"``, ``"directory"``, ``"symlink"``, ``"other"``, or ``None`` when
+        nothing is there or it is reached only through a symlink or a file."""
         if relative == "":
-            parent = await self._list(self._plan.sandbox_dir)
-            kind = None if parent is None else parent.get(self._plan.name)
-        else:
-            head, tail = posixpath.split(relative)
-            parent = await self.entries(head)
-            kind = None if parent is None else parent.get(tail)
-        listing = (
-            await self._list(posixpath.join(self._plan.folder, relative).rstrip("/"))
-            if kind == "directory"
-            else None
-        )
-        self._listings[relative] = listing
-        return listing
+            if self._top is False:
+                self._top = await self._list(self._plan.sandbox_dir)
+            return None if self._top is None else self._top.get(self._plan.name)
+        head, tail = posixpath.split(relative)
+        listing = await self._entries(head)
+        return None if listing is None else listing.get(tail)
+
+    async def _entries(self, relative: str) -> dict[str, str] | None:
+        if relative not in self._listings:
+            self._listings[relative] = (
+                await self._list(posixpath.join(self._plan.folder, relative).rstrip("/"))
+                if await self.kind(relative) == "directory"
+                else None
+            )
+        return self._listings[relative]
 
 
 def _ancestors(path: str) -> list[str]:
@@ -184,12 +195,30 @@ def _ancestors(path: str) -> list[str]:
     return folders
 
 
-async def _remove_stale(sandbox: Sandbox, plan: CopyPlan, stale: Sequence[str]) -> None:
-    folders = _Folders(sandbox, plan)
+async def _check_no_links(folders: _Folders, plan: CopyPlan) -> None:
+    """Refuse to copy through a symlink: writing through one writes its target, which may be
+    any file of the sandbox. Raises :class:`SkillCopyError` naming each link in the way."""
+    needed = ["", *sorted({folder for path in plan.paths for folder in _ancestors(path)})]
+    links = [
+        posixpath.join(plan.folder, path).rstrip("/")
+        for path in [*needed, *plan.paths, MARKER]
+        if await folders.kind(path) == "symlink"
+    ]
+    if links:
+        shown = ", ".join(links)
+        raise SkillCopyError(
+            f"cannot copy the skill {plan.name!r} into the sandbox: {shown} "
+            f"{'is a symlink' if len(links) == 1 else 'are symlinks'} where the skill's own "
+            "files go, and writing through a symlink would write wherever it points; remove "
+            f"{'it' if len(links) == 1 else 'them'} (rm {' '.join(links)}) and load the skill "
+            "again"
+        )
+
+
+async def _remove_stale(folders: _Folders, plan: CopyPlan, stale: Sequence[str]) -> None:
+    sandbox = folders.sandbox
     for path in stale:
-        head, tail = posixpath.split(path)
-        listing = await folders.entries(head)
-        if listing is None or listing.get(tail) != "file":
+        if await folders.kind(path) != "file":
             continue  # gone, replaced by a folder or a link, or reached through a link: kept
         with contextlib.suppress(SandboxFileNotFoundError):
             await sandbox.remove(f"{plan.folder}/{path}")
@@ -197,9 +226,7 @@ async def _remove_stale(sandbox: Sandbox, plan: CopyPlan, stale: Sequence[str]) 
     emptied = {folder for path in stale for folder in _ancestors(path)} - needed
     # Deepest first, so a folder's emptied subfolders are gone before it is tried.
     for folder in sorted(emptied, key=lambda f: (-f.count("/"), f)):
-        head, tail = posixpath.split(folder)
-        listing = await folders.entries(head)
-        if listing is None or listing.get(tail) != "directory":
+        if await folders.kind(folder) != "directory":
             continue
         # A folder still holding something the skill did not put there is kept.
         with contextlib.suppress(SandboxDirectoryNotEmptyError, SandboxFileNotFoundError):

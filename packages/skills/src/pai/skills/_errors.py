@@ -1,11 +1,12 @@
 """Errors of pai-skills, under pai-core's ``PaiError``.
 
     PaiError
-    └── UserError
-        ├── DefinitionError
-        │   └── SkillDefinitionError       (ValueError: define_skills() given something it cannot use)
-        │       └── DuplicateSkillError          (two entries share one name)
-        └── SkillSourceError               (ValueError: skill folders fail validation; .problems)
+    ├── UserError
+    │   ├── DefinitionError
+    │   │   └── SkillDefinitionError       (ValueError: define_skills() given something it cannot use)
+    │   │       └── DuplicateSkillError          (two entries share one name)
+    │   └── SkillSourceError               (ValueError: skill folders fail validation; .problems)
+    └── SkillCopyError                     (RuntimeError: a symlink where a sandbox copy writes)
 
 Every message says what was wrong, with the offending value, and what to do.
 """
@@ -17,7 +18,13 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pai.core import DefinitionError, UserError
+from pai.core import DefinitionError, PaiError, UserError
+
+
+class SkillCopyError(PaiError, RuntimeError):
+    """A sandbox skill cannot be copied into the sandbox as it stands (a symlink where the
+    skill's files go); the message names the path and how to clear it. The skill tool call
+    fails with it, so the model reads it."""
 
 
 class SkillDefinitionError(DefinitionError):
