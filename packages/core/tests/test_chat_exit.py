@@ -252,3 +252,28 @@ def test_the_banner_names_agent_model_capability_providers_and_thread(project: P
     assert given is not None
     assert "model openai:gpt-x" in given  # --model/-m named it
     assert chat_banner(agent, None, None, "t-1", interactive=False) is None
+
+
+def test_history_is_saved_for_its_owner_only_and_a_failure_to_save_is_said(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readline = pytest.importorskip("readline", reason="this Python has no readline module")
+    from pai.core._chat import _LineEditing  # pyright: ignore[reportPrivateUsage]
+
+    readline.clear_history()
+    editing = _LineEditing()
+    readline.add_history("a line typed")
+    editing.save()
+    saved = project / "state" / "pai" / "history"
+    assert "a line typed" in saved.read_text(encoding="utf-8")
+    assert saved.stat().st_mode & 0o777 == 0o600
+    assert (project / "state" / "pai").stat().st_mode & 0o777 == 0o700
+
+    (project / "a-file").write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(project / "a-file"))  # no folder can go there
+    _LineEditing().save()
+    readline.clear_history()
+    assert (
+        f"pai: the chat history was not saved to {project / 'a-file' / 'pai' / 'history'}"
+        in capsys.readouterr().err
+    )

@@ -165,8 +165,10 @@ class _LineEditing:
             return
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._readline.write_history_file(str(self.path))
+            # Created readable by its owner only before a line is written (lines may be secret).
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
             self.path.chmod(0o600)
+            self._readline.write_history_file(str(self.path))
         except OSError as error:
             _note(
                 f"pai: the chat history was not saved to {self.path} ({error}); set "
