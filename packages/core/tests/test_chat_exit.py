@@ -258,7 +258,7 @@ def test_history_is_saved_for_its_owner_only_and_a_failure_to_save_is_said(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     readline = pytest.importorskip("readline", reason="this Python has no readline module")
-    from pai.core._chat import _LineEditing  # pyright: ignore[reportPrivateUsage]
+    from pai.core._chat import _LineEditing
 
     readline.clear_history()
     editing = _LineEditing()
