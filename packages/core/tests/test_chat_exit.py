@@ -99,6 +99,7 @@ def test_p_exits_1_when_the_answer_fails() -> None:
     assert result.exit_code == 1
     assert "Error: no such model 'x'" in result.stderr
     assert result.stdout == "Par\n"  # what had streamed, then the line ends
+    assert "not sent" not in result.stderr  # there was nothing after it
 
 
 def test_an_empty_p_is_a_usage_error() -> None:
@@ -171,6 +172,7 @@ def test_an_unknown_command_gets_a_did_you_mean_and_fails_a_script() -> None:
 
     assert result.exit_code == 1
     assert "unknown command '/nwe'; did you mean '/new'?" in result.stderr
+    assert "stopped at the failed command; the messages after it were not sent" in result.stderr
     assert result.stdout == ""  # the script stopped there
 
 

@@ -241,6 +241,7 @@ async def chat(
     # file, the prompt goes to stderr, plain, and the file gets the answers alone.
     editing = _LineEditing() if typed and _is_terminal(sys.stdout) else None
     pending = list(messages) if messages is not None else None
+    stopped: str | None = None
     if banner:
         _note(banner)
 
@@ -287,6 +288,7 @@ async def chat(
                         outcome.thread_id = thread.id
                     elif not interactive:  # a script with a wrong command stops there
                         outcome.failed += 1
+                        stopped = "at the failed command"
                         break
                     continue
                 if text.startswith("//"):
@@ -303,6 +305,7 @@ async def chat(
                         outcome.failed += 1
                         if interactive:
                             continue
+                        stopped = "at the failed answer"
                         break
                     finally:
                         state.current = None
@@ -319,8 +322,8 @@ async def chat(
             if state.left_at_prompt:
                 click.echo("")  # the shell's prompt on a line of its own
             editing.save()
-    if outcome.failed and not interactive:
-        _note("pai: stopped at the failed answer; the messages after it were not sent")
+    if stopped is not None and pending is None:  # piped input: say what was left unread
+        _note(f"pai: stopped {stopped}; the messages after it were not sent")
     return outcome
 
 
