@@ -8,16 +8,19 @@ Kept light: it imports neither the ``openai`` SDK nor the model class until a mo
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pai.core import Model, ModelRegistration, RetryPolicy, hookimpl
+from pai.core import ModelRegistration, hookimpl
 from pai.model_openai._chat import (
     DEFAULT_MAX_ANSWER_BYTES,
     DEFAULT_MAX_ANSWER_CHARS,
     DEFAULT_MAX_TOOL_CALLS,
 )
+
+if TYPE_CHECKING:
+    from pai.core import Model
 
 __all__ = [
     "API_KEY_ENV_NAME",
@@ -97,6 +100,7 @@ def _looks_like_a_key(value: str) -> bool:
 
 def build_model(name: str, options: OpenAIOptions) -> Model:
     """The :class:`~pai.model_openai.OpenAIModel` called ``name``, configured by ``options``."""
+    from pai.core import RetryPolicy
     from pai.model_openai._model import OpenAIModel
 
     return OpenAIModel(
