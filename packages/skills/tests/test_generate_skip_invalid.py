@@ -171,3 +171,24 @@ def test_generate_module_skip_invalid_lists_each_skill_left_out(tree: Path) -> N
     with pytest.raises(SkillSourceError):
         generate_module(tree)
     assert generate_module(tree, skip_invalid=True).text == module.text
+
+
+def test_a_misspelt_pai_requires_is_reported_by_the_command_with_its_file(tree: Path) -> None:
+    (tree / "skill-01" / "SKILL.md").write_text(
+        "---\nname: skill-01\ndescription: d\nmetadata:\n  pai-require: sandbox\n---\n",
+        encoding="utf-8",
+    )
+
+    strict = pai(tree)
+    skipping = pai(tree, "--skip-invalid")
+
+    problem = (
+        f"  {tree / 'skill-01' / 'SKILL.md'}:5: metadata key 'pai-require' looks like a "
+        "misspelling of 'pai-requires', so it would be ignored; did you mean 'pai-requires'?"
+    )
+    assert strict.exit_code == 2
+    assert problem in strict.stderr
+    assert skipping.exit_code == 0
+    assert problem in skipping.stderr
+    assert "left out the invalid skill 'skill-01'" in skipping.stderr
+    assert 'name="skill-01"' not in skipping.stdout
