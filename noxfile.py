@@ -109,7 +109,11 @@ def quick_loop(session: nox.Session) -> None:
         f"--python={session.virtualenv.location}",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )
-    output = session.run("pytest", "--collect-only", "-q", *session.posargs, silent=True)
+    # --assert=plain: collecting needs no assert rewriting, which is half its time (13 s of 26 s
+    # for 3,800 tests).
+    output = session.run(
+        "pytest", "--collect-only", "-q", "--assert=plain", *session.posargs, silent=True
+    )
     assert isinstance(output, str)
     collected = [line for line in output.splitlines() if "::" in line]
     missing = [
