@@ -119,3 +119,21 @@ async def test_following_the_v1_suggestion_works(openai_server: OpenAITestServer
     async with OpenAIModel("m", base_url=f"{root}/v1", api_key=KEY, retry=NO_RETRIES) as model:
         answer = await model.request(ask())
     assert answer.content == "hello"
+
+
+def test_the_sdks_own_timeout_names_the_url_masked() -> None:
+    # The SDK's connect timeout, mapped as the model maps it (a real one needs an address
+    # that drops packets, which a test machine may not route).
+    import httpx2
+    import openai
+
+    from pai.core import ModelTimeoutError
+    from pai.model_openai import map_openai_error
+
+    url = "http://alice:hunter22@127.0.0.1:9/v1/chat/completions?key=secret"
+    error = map_openai_error(openai.APITimeoutError(request=httpx2.Request("POST", url)), "m")
+
+    assert isinstance(error, ModelTimeoutError)
+    assert "no answer from http://***@127.0.0.1:9/v1/chat/completions?key=*** within" in str(error)
+    assert "hunter22" not in str(error)
+    assert "secret" not in str(error)

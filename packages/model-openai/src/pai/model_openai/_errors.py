@@ -162,7 +162,10 @@ def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> Mode
 
     if isinstance(error, openai.APITimeoutError):
         return ModelTimeoutError(
-            where("no answer within the timeout; raise OpenAIModel(timeout=...) if it is slow"),
+            where(
+                f"no answer{_from(error)} within the timeout; raise OpenAIModel(timeout=...) if "
+                "it is slow"
+            ),
             model=model,
         )
     if isinstance(error, openai.APIConnectionError):
@@ -254,6 +257,12 @@ def _request_url(error: openai.APIError) -> str | None:
     """The URL the failed request went to (the SDK keeps its HTTP request), if known."""
     url = getattr(getattr(error, "request", None), "url", None)
     return str(url) if url is not None else None
+
+
+def _from(error: openai.APIError) -> str:
+    """`` from URL`` (masked) for a message, or ``""`` when the URL is not known."""
+    url = _request_url(error)
+    return f" from {mask_url(url)}" if url else ""
 
 
 def _base_url_of(url: str) -> str:
