@@ -12,7 +12,8 @@ import click
     "--prompt",
     "prompt_text",
     metavar="MESSAGE",
-    help="Send this one message, print the answer and exit (1 when the answer failed).",
+    help="Send this one message, print the answer and exit (1 when the answer failed); stdin "
+    "is not read.",
 )
 @click.option(
     "-m",
