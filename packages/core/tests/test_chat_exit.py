@@ -208,6 +208,37 @@ def test_tool_results_show_exit_codes_and_output_blocks_never_ok_over_a_failure(
     assert "[ok]" not in result.stdout
 
 
+def test_a_result_with_no_text_says_so() -> None:
+    from pai.core import ToolResultMessage
+    from pai.core._chat_render import describe_result
+
+    shown = describe_result(ToolResultMessage(tool_call_id="c", tool_name="touch", content=""))
+    assert (shown.headline, shown.ok, shown.blocks) == ("<- touch: (nothing)", True, ())
+
+
+def test_control_characters_in_a_result_are_written_out() -> None:
+    from pai.core import ToolResultMessage
+    from pai.core._chat_render import describe_result
+
+    output = {"stdout": "\x1b]0;owned\x07red\x1b[31m\n", "stderr": "", "exit_code": 0}
+    shown = describe_result(
+        ToolResultMessage(tool_call_id="c", tool_name="run", content="", output=output)
+    )
+    assert shown.blocks[0].text == "\\x1b]0;owned\\x07red\\x1b[31m"
+
+
+def test_a_long_block_is_cut_saying_how_much_was_left_out() -> None:
+    from pai.core import ToolResultMessage
+    from pai.core._chat_render import MAX_BLOCK_LINES, describe_result
+
+    lines = "\n".join(f"line {n}" for n in range(100))
+    shown = describe_result(ToolResultMessage(tool_call_id="c", tool_name="cat", content=lines))
+    text = shown.blocks[0].text.split("\n")
+    assert text[:2] == ["line 0", "line 1"]
+    assert len(text) == MAX_BLOCK_LINES + 1
+    assert text[-1] == f"[... {100 - MAX_BLOCK_LINES} more lines not shown]"
+
+
 def test_history_lives_under_xdg_state_home(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert history_path() == project / "state" / "pai" / "history"
     monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # ignored, as XDG says

@@ -100,9 +100,8 @@ def describe_result(result: ToolResultMessage, prefix: str = "") -> ResultView:
                 *_blocks(stderr, title="stderr", error=True),
             ),
         )
-    if isinstance(output, str):
-        return ResultView(f"{name}:", ok=True, blocks=_blocks(output))
-    return ResultView(f"{name}:", ok=True, blocks=_blocks(result.content))
+    blocks = _blocks(output if isinstance(output, str) else result.content)
+    return ResultView(f"{name}:" if blocks else f"{name}: (nothing)", ok=True, blocks=blocks)
 
 
 def _command_result(output: object) -> tuple[object, str, str, list[str]] | None:
