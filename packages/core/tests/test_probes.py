@@ -120,3 +120,17 @@ def test_model_options_alone_configure_no_model_to_probe() -> None:
     config = PaiConfig(data={"model": {"openai": {"base_url": "http://127.0.0.1:9/v1"}}})
 
     assert collect_probes(config, plugins=Plugins()) == []
+
+
+@pytest.mark.anyio
+async def test_a_huge_error_and_a_multi_line_name_are_bounded() -> None:
+    async def floods() -> None:
+        raise PaiError("x" * 1_000_000)
+
+    (result,) = await run_probes([Probe(name="two\nlines" + "n" * 500, check=floods)], timeout=5)
+
+    assert "\n" not in result.name
+    assert len(result.name) == 80
+    assert result.error is not None
+    assert len(result.error) < 4100
+    assert result.error.endswith("(cut: 1,000,000 characters in all)")

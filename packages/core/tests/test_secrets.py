@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from pai.core._secrets import (
@@ -93,3 +95,16 @@ def test_names_that_share_a_token_prefix_are_not_masked() -> None:
         assert mask_text(text) == text
     assert mask_text("e2b_0123456789abcdef0123456789abcdef") == MASK
     assert mask_text("ghp_Zq81xTfA0b9Kc2LmQ77vWbN4aa") == MASK
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x" * 1_000_000, "a://u:" * 160_000, "x" * 999_000 + "http://u:pw-secret@h"],
+    ids=["one-run", "many-schemes", "url-at-the-end"],
+)
+def test_masking_a_megabyte_takes_linear_time(text: str) -> None:
+    started = time.monotonic()
+    masked = mask_text(text)
+
+    assert time.monotonic() - started < 20  # quadratic took minutes
+    assert "pw-secret" not in masked

@@ -43,6 +43,12 @@ if TYPE_CHECKING:
 DEFAULT_PROBE_TIMEOUT = 10.0
 """Seconds one probe may take by default (``pai config --check --probe --probe-timeout``)."""
 
+MAX_ERROR_CHARS = 4000
+"""A probe's error is cut to this many characters (a server may answer with megabytes)."""
+
+MAX_NAME_CHARS = 80
+"""A probe's name is shown on one line of at most this many characters."""
+
 
 @dataclass(frozen=True, slots=True)
 class Probe:
@@ -193,10 +199,10 @@ async def run_probes(
         except Exception as failure:  # a bug in the probe: reported, never a traceback
             error = f"the probe raised {type(failure).__name__}: {failure}"
         results[index] = ProbeResult(
-            name=probe.name,
+            name=_one_line(str(probe.name), MAX_NAME_CHARS),
             status="ok" if error is None else "failed",
             seconds=round(time.monotonic() - started, 3),
-            error=None if error is None else mask_text(error, secrets),
+            error=None if error is None else _bounded(mask_text(error, secrets)),
         )
 
     async with anyio.create_task_group() as group:
@@ -206,8 +212,21 @@ async def run_probes(
     return [result for result in results if result is not None]
 
 
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}... (cut: {len(text):,} characters in all)"
+
+
 __all__ = [
     "DEFAULT_PROBE_TIMEOUT",
+    "MAX_ERROR_CHARS",
+    "MAX_NAME_CHARS",
     "Probe",
     "ProbeResult",
     "ProbeStatus",

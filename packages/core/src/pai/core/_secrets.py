@@ -35,7 +35,8 @@ _TOKEN_PREFIXES = re.compile(
     r"|(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
 )
 _URL_USERINFO = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/?#@\s'\"]*):(?P<pw>[^/?#@\s'\"]+)@"
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,31}://)"
+    r"(?P<user>[^:/?#@\s'\"]{0,256}):(?P<pw>[^/?#@\s'\"]{1,1024})@"
 )
 _LONG_RUN = re.compile(r"[A-Za-z0-9_-]{24,}")
 _SHORTEST = 6
