@@ -463,11 +463,14 @@ _ERROR_KEY = re.compile(
 )
 
 
+_ASSIGNED = re.compile(r" *=")
+
+
 def _error_key(error: PaiError, message: str) -> str | None:
     """The configuration key an error is about: the first one its message names, or the table
     of the capability it names; ``None`` when it names none."""
     matches = list(_ERROR_KEY.finditer(message))
-    assigned = [m for m in matches if message[m.end() :].lstrip(" ").startswith("=")]
+    assigned = [m for m in matches if _ASSIGNED.match(message, m.end())]
     found = (assigned or matches or [None])[0]
     if found is not None:
         key = found[1] or found[2]
