@@ -392,3 +392,15 @@ def test_pai_config_naming_a_pyproject_without_tool_pai_is_an_error(tmp_path: Pa
 
     with pytest.raises(ConfigError, match=r"without a \[tool.pai\] table"):
         load_config(tmp_path, environ={"PAI_CONFIG": str(file)})
+
+
+def test_a_deleted_working_directory_is_a_config_error_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+
+    with pytest.raises(ConfigError, match=r"was the folder deleted\?.*PAI_CONFIG="):
+        load_config(environ={})

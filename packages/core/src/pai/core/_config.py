@@ -222,7 +222,7 @@ def load_config(
     if chosen:
         found = _named_file(Path(chosen))
     else:
-        found = _find_file(Path.cwd() if start is None else Path(start))
+        found = _find_file(_working_directory() if start is None else Path(start))
     if found is not None:
         path, table = found
         files.append(path)
@@ -263,6 +263,18 @@ def load_config(
     return config
 
 
+def _working_directory() -> Path:
+    """The working directory, or a :class:`ConfigError` when it is gone (deleted under us)."""
+    try:
+        return Path.cwd()
+    except OSError as error:
+        raise ConfigError(
+            f"cannot search for {CONFIG_FILE} from the working directory: {error.strerror or error} "
+            "(was the folder deleted?); cd to your project's folder, or name the file with "
+            f"{CONFIG_ENV}=path/to/{CONFIG_FILE}"
+        ) from None
+
+
 def config_file(
     start: Path | None = None, *, environ: Mapping[str, str] | None = None
 ) -> Path | None:
@@ -274,7 +286,10 @@ def config_file(
     if chosen:
         path = Path(chosen)
         return path.resolve() if path.is_file() else None
-    begin = (Path.cwd() if start is None else Path(start)).resolve()
+    try:
+        begin = (Path.cwd() if start is None else Path(start)).resolve()
+    except OSError:
+        return None
     folder = begin if begin.is_dir() else begin.parent
     for directory in (folder, *folder.parents):
         if (directory / CONFIG_FILE).is_file():

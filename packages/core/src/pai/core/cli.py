@@ -452,7 +452,7 @@ def _masked_message(text: str) -> str:
 
     try:
         secrets = config_secrets(load_config().data)
-    except PaiError:  # a configuration that cannot be read holds no secret to look for
+    except (PaiError, OSError):  # a configuration that cannot be read: no secret to look for
         secrets = []
     return mask_text(text, secrets)
 
