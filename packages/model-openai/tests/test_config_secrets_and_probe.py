@@ -262,3 +262,35 @@ def test_the_api_key_env_error_reads_as_a_sentence_not_a_validator_dump() -> Non
     assert result.exit_code == 2
     assert "model.openai.api_key_env = '***'" in result.stderr
     assert "Value error" not in result.stderr
+
+
+# -- commands that use no model need no key ----------------------------------------------------
+
+
+def test_commands_that_use_no_model_run_without_the_api_key() -> None:
+    """A configured [model] with OPENAI_API_KEY unset: `pai config` shows the configuration and
+    `pai sandbox exec` runs (neither uses the model); `pai config --check` names the variable."""
+    Path("pai.toml").write_text(
+        model_toml('base_url = "http://127.0.0.1:9/v1"')
+        + '\n[capabilities.sandbox]\nprovider = "inmemory"\n'
+    )
+
+    shown = invoke("config")
+    ran = invoke("sandbox", "exec", "--", "echo", "hi")
+    checked = invoke("config", "--check")
+
+    assert shown.exit_code == 0, shown.output
+    assert ran.exit_code == 0, ran.output
+    assert ran.stdout == "hi\n"
+    assert checked.exit_code == 2, checked.output
+    assert "OPENAI_API_KEY" in checked.stderr
+
+
+def test_the_static_check_still_refuses_bad_model_options_without_the_key() -> None:
+    Path("pai.toml").write_text(model_toml("timout = 5"))
+
+    result = invoke("sandbox", "ls")
+
+    assert result.exit_code == 2, result.output
+    assert "model.openai.timout" in result.stderr
+    assert "did you mean 'timeout'?" in result.stderr

@@ -4,12 +4,12 @@ Two levels:
 
 * :func:`check_static`: what can be checked from the configuration and the installed packages
   alone, importing no user code and opening no connection: the tables, the capability ids, the
-  storage URL, the options of every configured capability, and ``[model]`` (the model is built,
-  so a missing API key shows, and closed again). Every command that reads configuration runs it
+  storage URL, the options of every configured capability, and ``[model]`` (its provider and
+  options; the model is not built, so commands that use none run without an API key). Every command that reads configuration runs it
   (through :func:`pai.core.cli.load_checked_config`), so a misspelt table stops the command
   instead of letting it run on a default.
-* :func:`check_config`: the static checks and the rest ``pai config --check`` does: the agent
-  ``[chat]`` names (its module is imported).
+* :func:`check_config`: the static checks and the rest ``pai config --check`` does: the model
+  built (so a missing API key shows) and the agent ``[chat]`` names (its module is imported).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
             if config.capability(cap_id) is not None
         }
         bindings = bindings_from_config(configured, config=config, plugins=plugins)
-        model = check_model_config(config, plugins=plugins)
+        model = check_model_config(config, plugins=plugins, build=False)
     finally:
 
         async def release() -> None:
@@ -86,9 +86,16 @@ def check_config(config: PaiConfig, *, plugins: Plugins | None = None) -> None:
     """Everything ``pai config --check`` validates: :func:`check_static`, then the agent
     ``[chat]`` names, built as ``pai chat`` would build it (its module imported, its runtime
     made, what it lacks reported). Raises a :class:`~pai.core.PaiError` for the first problem."""
+    import anyio
+
     from pai.core._chat_target import check_configured_target
+    from pai.core._model import aclose_if_closable
+    from pai.core._model_config import check_model_config
 
     check_static(config, plugins=plugins)
+    # Building the model shows what the static check cannot: an API key missing from the
+    # environment.
+    anyio.run(aclose_if_closable, check_model_config(config, plugins=plugins))
     check_configured_target(config, plugins=plugins)  # user code: after the static checks
 
 

@@ -243,6 +243,17 @@ def model_from_config(config: PaiConfig, *, plugins: Plugins | None = None) -> M
         #            name = "gpt-4.1-mini"
         model = model_from_config(load_config())
     """
+    named = _configured_name(config, plugins=plugins)
+    if named is None:
+        return None
+    provider, name, where = named
+    return build_named_model(
+        provider, name, where=where, config=config, plugins=plugins, error=ConfigError
+    )
+
+
+def _configured_name(config: PaiConfig, *, plugins: Plugins | None) -> tuple[str, str, str] | None:
+    """``[model]`` checked, as ``(provider, name, where)``; ``None`` when it names no model."""
     table = config.data.get("model")
     if table is None:
         return None
@@ -290,17 +301,31 @@ def model_from_config(config: PaiConfig, *, plugins: Plugins | None = None) -> M
         f"[model] provider = {provider!r} ({origin_of(config, ('model', 'provider'))}), "
         f"name = {name!r}"
     )
-    return build_named_model(
-        provider, name, where=where, config=config, plugins=plugins, error=ConfigError
-    )
+    return provider, name, where
 
 
-def check_model_config(config: PaiConfig, *, plugins: Plugins | None = None) -> Model | None:
+def check_model_config(
+    config: PaiConfig, *, plugins: Plugins | None = None, build: bool = True
+) -> Model | None:
     """Validate ``[model]`` as a runtime would (for ``pai config --check``): the table, the
-    configured model (built, so a missing API key shows), and the options table of every
-    installed provider. Returns the model built, for the caller to close."""
+    configured model, and the options table of every installed provider. Returns the model
+    built, for the caller to close.
+
+    With ``build=False`` the model is not built: its provider and options are checked, but not
+    what only building shows (an API key missing from the environment), so commands that use
+    no model (``pai sandbox rm``) work without one."""
     plugins = plugins if plugins is not None else get_plugins()
-    model = model_from_config(config, plugins=plugins)
+    if build:
+        model = model_from_config(config, plugins=plugins)
+    else:
+        model = None
+        named = _configured_name(config, plugins=plugins)
+        if named is not None:
+            provider, _name, where = named
+            registration = _provider_registration(
+                provider, where=where, plugins=plugins, error=ConfigError
+            )
+            _options(registration, provider, config)
     table = config.data.get("model")
     if isinstance(table, Mapping):
         registrations = plugins.models()
