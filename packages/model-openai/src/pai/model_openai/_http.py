@@ -9,7 +9,12 @@ proxies from the environment) that never follows a redirect, and two event hooks
   :class:`ModelRedirectError` naming both URLs, and the redirect's body is never read; a
   compressed body, or a successful answer that is an HTML page, is a
   :class:`~pai.core.ModelResponseError`; every other body is read through :class:`GuardedBody`,
-  which bounds its bytes, its line length and the time until its last byte.
+  which bounds its bytes and its line length.
+
+The deadline is kept by the connections themselves (:class:`DeadlineBackend`): every read and
+write on the socket, headers and body alike, waits at most until the deadline, through the
+timeout ``httpcore2`` already gives each of them, so bounding the whole answer costs no cancel
+scope, timer or task of its own (an answer is dozens of small reads).
 
 The SDK does not catch these errors (they are no ``httpx2`` errors), so they reach the model as
 raised. Importing this module imports ``httpx2``: the model imports it when it builds a client.
@@ -17,24 +22,27 @@ raised. Importing this module imports ``httpx2``: the model imports it when it b
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Final
+from collections.abc import AsyncIterator, Iterable
+from contextvars import ContextVar
+from typing import Any, Final
 
-import anyio
+import httpcore2
 import httpx2
 
 from pai.core import ModelResponseError, ModelTimeoutError
 from pai.model_openai._errors import ModelRedirectError, mask_url
 
-__all__ = ["MAX_LINE_BYTES", "GuardedBody", "ServerGuard"]
+__all__ = ["MAX_LINE_BYTES", "Answer", "DeadlineBackend", "GuardedBody", "ServerGuard"]
 
 MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 """The longest line of an event stream read (when ``max_answer_bytes`` is not smaller): a line
 is one chunk of the answer, and no real chunk comes near it."""
 
-_DEADLINE: Final = "pai.deadline"
+_ANSWER: Final = "pai.answer"
+_PENDING: ContextVar[Answer | None] = ContextVar("pai_model_openai_answer", default=None)
+"""The answer whose request the current task sends (set by the request hook): its headers are
+read in the task that sent it, before its connection knows the answer."""
 _HTML: Final = ("text/html", "application/xhtml+xml")
 
 
@@ -53,14 +61,21 @@ class ServerGuard:
         """An ``httpx2`` client with the SDK's defaults that never follows a redirect."""
         import openai
 
-        return openai.DefaultAsyncHttpxClient(
+        client = openai.DefaultAsyncHttpxClient(
             follow_redirects=False,
             event_hooks={"request": [self.on_request], "response": [self.on_response]},
         )
+        transports: list[object] = [client._transport]  # pyright: ignore[reportPrivateUsage]
+        transports.extend(client._mounts.values())  # pyright: ignore[reportPrivateUsage]
+        for pool in _pools(transports):
+            pool._network_backend = DeadlineBackend(pool._network_backend)
+        return client
 
     async def on_request(self, request: httpx2.Request) -> None:
         request.headers["accept-encoding"] = "identity"
-        request.extensions[_DEADLINE] = time.monotonic() + self.timeout
+        answer = Answer(self, request.url, time.monotonic() + self.timeout)
+        request.extensions[_ANSWER] = answer
+        _PENDING.set(answer)
 
     async def on_response(self, response: httpx2.Response) -> None:
         status = response.status_code
@@ -87,10 +102,16 @@ class ServerGuard:
                 model=self.model,
                 status_code=status,
             )
-        deadline: float = request.extensions.get(_DEADLINE, time.monotonic() + self.timeout)
+        answer = request.extensions.get(_ANSWER)
+        if not isinstance(answer, Answer):  # a request this guard's hook did not see
+            answer = Answer(self, request.url, time.monotonic() + self.timeout)
         body = response.stream
         if isinstance(body, httpx2.AsyncByteStream):  # always, on an async client
-            response.stream = GuardedBody(body, self, deadline, request.url)
+            stream = response.extensions.get("network_stream")
+            connection = stream if isinstance(stream, _DeadlineStream) else None
+            response.stream = GuardedBody(body, answer, connection)
+            if connection is not None:  # the body's reads keep the answer's deadline
+                connection.answer = answer
 
     def _redirect(self, status: int, url: str, location: str | None) -> ModelRedirectError:
         asked = mask_url(url)
@@ -116,17 +137,6 @@ class ServerGuard:
         )
 
 
-class _Deadline:
-    """Where one body's read stands against its deadline (asyncio)."""
-
-    __slots__ = ("cancelled", "passed", "reading")
-
-    def __init__(self) -> None:
-        self.reading = False  # awaiting the next chunk
-        self.passed = False  # the deadline has passed
-        self.cancelled = False  # the timer cancelled the task
-
-
 def _origin(url: str) -> tuple[str, str, int | None]:
     try:
         parsed = httpx2.URL(url)
@@ -135,106 +145,78 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return (parsed.scheme, parsed.host, parsed.port)
 
 
-class GuardedBody(httpx2.AsyncByteStream):
-    """A response body read within a deadline, at most ``max_bytes`` bytes in all and lines of
-    at most ``max_line`` bytes; past any of them the read stops with a model error."""
+class Answer:
+    """One answer being read: its deadline, and the errors that name it."""
 
-    __slots__ = ("_deadline", "_guard", "_inner", "_line", "_total", "_url")
+    __slots__ = ("deadline", "guard", "url")
+
+    def __init__(self, guard: ServerGuard, url: httpx2.URL, deadline: float) -> None:
+        self.guard = guard
+        self.url = url  # made a string only for an error: that costs microseconds
+        self.deadline = deadline
+
+    def late(self) -> ModelTimeoutError:
+        guard = self.guard
+        return ModelTimeoutError(
+            f"OpenAI model {guard.model!r}: the answer from {mask_url(str(self.url))} did not end "
+            f"within timeout={guard.timeout:g} s (the timeout bounds the whole answer, however "
+            "the server paces its bytes); raise OpenAIModel(timeout=...) if the model is slow",
+            model=guard.model,
+        )
+
+    def too_big(self, option: str, limit: int, what: str) -> ModelResponseError:
+        guard = self.guard
+        return ModelResponseError(
+            f"OpenAI model {guard.model!r}: {what} from {mask_url(str(self.url))} passed {limit} "
+            f"bytes, the {option} limit; the rest was not read. Raise OpenAIModel({option}=...) "
+            "if a real answer is that large",
+            model=guard.model,
+        )
+
+
+class GuardedBody(httpx2.AsyncByteStream):
+    """A response body of at most ``max_bytes`` bytes in all and lines of at most ``max_line``
+    bytes; past either, the read stops with a model error. (Its deadline is kept by its
+    connection's reads: see :class:`DeadlineBackend`.)"""
+
+    __slots__ = ("_answer", "_connection", "_inner", "_line", "_total")
 
     def __init__(
-        self, inner: httpx2.AsyncByteStream, guard: ServerGuard, deadline: float, url: httpx2.URL
+        self,
+        inner: httpx2.AsyncByteStream,
+        answer: Answer,
+        connection: _DeadlineStream | None = None,
     ) -> None:
         self._inner = inner
-        self._guard = guard
-        self._deadline = deadline
-        self._url = url  # made a string only for an error: that costs microseconds
+        self._answer = answer
+        self._connection = connection
         self._total = 0
         self._line = 0
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        chunks = self._inner.__aiter__()
-        try:
-            task = asyncio.current_task()
-        except RuntimeError:  # no asyncio loop running: trio (anyio's only other backend)
-            task = None
-        reads = self._read_on_trio(chunks) if task is None else self._read_on_asyncio(chunks, task)
-        try:
-            async for chunk in reads:
-                yield chunk
-        finally:
-            aclose = getattr(chunks, "aclose", None)
-            with anyio.CancelScope(shield=True):
-                await reads.aclose()  # now, not when collected: its timer goes with it
-                if aclose is not None:
-                    await aclose()
-
-    async def _read_on_asyncio(
-        self, chunks: AsyncIterator[bytes], task: asyncio.Task[object]
-    ) -> AsyncGenerator[bytes]:
-        # One timer for the whole body, not a cancel scope a read: an answer is dozens of small
-        # reads, and a scope costs about 12 us to enter and leave (bench_models' runtime step
-        # went from 1.06x to 1.10-1.15x of the raw SDK with one a read). When the deadline
-        # passes during a read, the timer cancels the task, as asyncio.timeout does; when it
-        # passes between reads, the next read is refused.
-        loop = asyncio.get_running_loop()
-        baseline = task.cancelling()
-        state = _Deadline()
-
-        def expire() -> None:
-            state.passed = True
-            if state.reading:
-                state.cancelled = True
-                task.cancel()
-
-        timer = loop.call_later(max(0.0, self._deadline - time.monotonic()), expire)
-        try:
-            while True:
-                if state.passed:
-                    raise self._late()
-                state.reading = True
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    return
-                except asyncio.CancelledError:
-                    if state.cancelled and task.uncancel() <= baseline:
-                        raise self._late() from None
-                    raise
-                finally:
-                    state.reading = False
+        if self._connection is None:  # not an httpcore2 HTTP/1.1 connection: check between reads
+            answer = self._answer
+            async for chunk in self._inner:
+                if answer.deadline <= time.monotonic():
+                    raise answer.late()
                 self._count(chunk)
                 yield chunk
-        finally:
-            timer.cancel()
-
-    async def _read_on_trio(self, chunks: AsyncIterator[bytes]) -> AsyncGenerator[bytes]:
-        import trio
-
-        # trio's own scope: a fraction of the cost of anyio's wrapper around it.
-        deadline = trio.current_time() + (self._deadline - time.monotonic())
-        while True:
-            chunk = b""
-            try:
-                with trio.move_on_at(deadline) as scope:
-                    chunk = await chunks.__anext__()
-            except StopAsyncIteration:
-                return
-            if scope.cancelled_caught:
-                raise self._late()
+            return
+        async for chunk in self._inner:
             self._count(chunk)
             yield chunk
 
     def _count(self, chunk: bytes) -> None:
         """Add ``chunk`` to the body's bytes and its current line; past a cap, the answer ends."""
-        guard = self._guard
+        guard = self._answer.guard
         size = len(chunk)
         self._total += size
         if self._total > guard.max_bytes:
-            raise self._too_big("max_answer_bytes", guard.max_bytes, "the answer")
+            raise self._answer.too_big("max_answer_bytes", guard.max_bytes, "the answer")
         end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         self._line = self._line + size if end < 0 else size - end - 1
         if self._line > guard.max_line:
-            raise self._too_big(
+            raise self._answer.too_big(
                 "max_answer_bytes",
                 guard.max_line,
                 f"one line of the event stream (lines are capped at "
@@ -242,22 +224,111 @@ class GuardedBody(httpx2.AsyncByteStream):
             )
 
     async def aclose(self) -> None:
+        connection = self._connection
+        if connection is not None and connection.answer is self._answer:
+            connection.answer = None  # the connection may serve another answer next
         await self._inner.aclose()
 
-    def _late(self) -> ModelTimeoutError:
-        guard = self._guard
-        return ModelTimeoutError(
-            f"OpenAI model {guard.model!r}: the answer from {mask_url(str(self._url))} did not end "
-            f"within timeout={guard.timeout:g} s (the timeout bounds the whole answer, however "
-            "the server paces its bytes); raise OpenAIModel(timeout=...) if the model is slow",
-            model=guard.model,
-        )
 
-    def _too_big(self, option: str, limit: int, what: str) -> ModelResponseError:
-        guard = self._guard
-        return ModelResponseError(
-            f"OpenAI model {guard.model!r}: {what} from {mask_url(str(self._url))} passed {limit} "
-            f"bytes, the {option} limit; the rest was not read. Raise OpenAIModel({option}=...) "
-            "if a real answer is that large",
-            model=guard.model,
+class DeadlineBackend(httpcore2.AsyncNetworkBackend):
+    """``httpcore2``'s network backend, whose connections read and write within the deadline of
+    the answer they carry: each read or write gets the smaller of its own timeout and the time
+    left, and the deadline passing is the answer's :class:`~pai.core.ModelTimeoutError`."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: httpcore2.AsyncNetworkBackend) -> None:
+        self._inner = inner
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        stream = await self._inner.connect_tcp(
+            host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
         )
+        return _DeadlineStream(stream)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.AsyncNetworkStream:
+        stream = await self._inner.connect_unix_socket(
+            path, timeout=timeout, socket_options=socket_options
+        )
+        return _DeadlineStream(stream)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _DeadlineStream(httpcore2.AsyncNetworkStream):
+    """A connection of :class:`DeadlineBackend`: ``answer`` is the answer whose body it carries
+    (set when its headers arrived), else the answer the current task is sending."""
+
+    __slots__ = ("_inner", "answer")
+
+    def __init__(self, inner: httpcore2.AsyncNetworkStream) -> None:
+        self._inner = inner
+        self.answer: Answer | None = None
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        answer = self.answer or _PENDING.get()
+        if answer is None:
+            return await self._inner.read(max_bytes, timeout)
+        left = answer.deadline - time.monotonic()
+        if left <= 0:
+            raise answer.late()
+        if timeout is not None and timeout < left:
+            return await self._inner.read(max_bytes, timeout)
+        try:
+            return await self._inner.read(max_bytes, left)
+        except httpcore2.ReadTimeout:
+            raise answer.late() from None
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        answer = self.answer or _PENDING.get()
+        if answer is None:
+            return await self._inner.write(buffer, timeout)
+        left = answer.deadline - time.monotonic()
+        if left <= 0:
+            raise answer.late()
+        if timeout is not None and timeout < left:
+            return await self._inner.write(buffer, timeout)
+        try:
+            return await self._inner.write(buffer, left)
+        except httpcore2.WriteTimeout:
+            raise answer.late() from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.AsyncNetworkStream:
+        stream = await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        return _DeadlineStream(stream)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+def _pools(transports: Iterable[object]) -> list[Any]:
+    """The ``httpcore2`` connection pools under ``transports`` (the client's own, and one per
+    proxy); a transport without one is an error, since its answers would have no deadline."""
+    pools: list[Any] = []
+    for transport in transports:
+        if transport is None:
+            continue
+        pool = getattr(transport, "_pool", None)
+        if pool is None or not hasattr(pool, "_network_backend"):
+            raise RuntimeError(
+                f"pai-model-openai: the HTTP transport {type(transport).__name__} has no "
+                "httpcore2 connection pool to bound answers with; this httpx2 release is not "
+                "supported (pin the version pai-model-openai was tested with)"
+            )
+        pools.append(pool)
+    return pools

@@ -20,7 +20,6 @@ from pai.core import (
     ModelRequest,
     ModelResponse,
     ModelResponseError,
-    ModelTimeoutError,
     RetryPolicy,
     Usage,
     UsageReported,
@@ -36,7 +35,7 @@ from pai.model_openai._chat import (
     chat_messages,
     chat_tools,
 )
-from pai.model_openai._errors import clip_server_text, map_openai_error, mask_url
+from pai.model_openai._errors import clip_server_text, map_openai_error
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, AsyncStream
@@ -247,20 +246,12 @@ class OpenAIModel:
         import openai
 
         reader = ChunkReader(self.name, self._max_answer_chars, self._max_tool_calls)
-        timeout = self._timeout[0]
-        # The answer's body is read within the deadline its HTTP request carries (see _http);
-        # this bounds the wait for its headers, however slowly they come.
+        # The whole answer, headers and body, is read within the deadline its HTTP request
+        # carries: every read and write of its connection waits at most until then (see _http).
         try:
-            with anyio.fail_after(timeout):
-                stream = await self._open(request)
+            stream = await self._open(request)
         except ModelError:
             raise
-        except TimeoutError:
-            raise ModelTimeoutError(
-                f"OpenAI model {self.name!r}: no answer from {mask_url(self.base_url)} within "
-                f"timeout={timeout:g} s; raise OpenAIModel(timeout=...) if it is slow",
-                model=self.name,
-            ) from None
         except (openai.OpenAIError, ValueError) as error:
             raise map_openai_error(error, self.name) from error
         try:
