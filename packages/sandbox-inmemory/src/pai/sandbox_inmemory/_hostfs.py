@@ -89,6 +89,8 @@ class _Entries(dict[str, FsEntry]):
         self.children: dict[str, set[str]] = {}
         """Folder path -> the names in it, so that listing, removing or copying a folder costs
         its own size, not the size of the whole filesystem."""
+        self.links = 0
+        """How many entries are symbolic links: with none, a path resolves to itself."""
         for path, entry in entries:
             self[path] = entry
 
@@ -103,6 +105,7 @@ class _Entries(dict[str, FsEntry]):
             raise SandboxMemoryBudgetError(path, needed=self.used + delta, budget=self.budget)
         super().__setitem__(path, entry)
         self.used += delta
+        self.links += (entry.type == "symlink") - (old is not None and old.type == "symlink")
         if old is None and path != "/":
             parent, _, name = path.rpartition("/")
             self.children.setdefault(parent or "/", set()).add(name)
@@ -111,6 +114,8 @@ class _Entries(dict[str, FsEntry]):
         entry = self[path]
         super().__delitem__(path)
         self.used -= _cost(path, entry)
+        if entry.type == "symlink":
+            self.links -= 1
         if path != "/":
             parent, _, name = path.rpartition("/")
             names = self.children.get(parent or "/")
@@ -167,8 +172,10 @@ class HostFs(InMemoryFs):
 
     def _walk(self, path: str, *, follow_last: bool, operation: str) -> str:
         normalized = self._normalize_path(path)
-        if normalized == "/":
-            return "/"
+        if normalized == "/" or (not self._entries.links and len(normalized) <= PATH_MAX):
+            # No link anywhere: the walk below would end where it starts (a command's working
+            # folder is checked this way before every command).
+            return normalized
         pending = normalized[1:].split("/")
         pending.reverse()  # a stack: the next component is last
         resolved: list[str] = []  # the resolved folders' paths, from the first one down
