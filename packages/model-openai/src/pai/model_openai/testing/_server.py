@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
+from functools import partial
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -376,7 +377,9 @@ class OpenAITestServer:
             return
         if isinstance(answer, EndlessStream | HugeLine | TrickleStream):
             await _send_start(send, 200, b"application/json")
-            await _until_disconnect(receive, self._hostile_body(send, answer, model, False))
+            await _until_disconnect(
+                receive, partial(self._hostile_body, send, answer, model, False)
+            )
             return
         if isinstance(answer, BadUsage):
             usage = _bad_usage(answer)
@@ -432,7 +435,7 @@ class OpenAITestServer:
             await _send_start(send, 200, b"text/event-stream")
             if isinstance(answer, EndlessStream | HugeLine | TrickleStream):
                 await _until_disconnect(
-                    receive, self._hostile_body(send, answer, model, usage_asked)
+                    receive, partial(self._hostile_body, send, answer, model, usage_asked)
                 )
                 return
             for chunk in _chunks(answer, model, usage_asked):
@@ -461,10 +464,14 @@ class OpenAITestServer:
         answer: EndlessStream | HugeLine | TrickleStream,
         model: str,
         usage_asked: bool,
+        gone: anyio.Event,
     ) -> None:
-        """Send the body of a hostile answer, then end it; bounded by the answer's limits."""
+        """Send the body of a hostile answer, then end it; bounded by the answer's limits, and
+        stopped before its next write once the client has gone (``gone``)."""
 
         async def body(data: bytes) -> None:
+            if gone.is_set():  # uvicorn drops writes to a lost connection without waiting
+                raise _ClientGone
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
         if isinstance(answer, EndlessStream):
@@ -495,17 +502,27 @@ class OpenAITestServer:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _until_disconnect(receive: _Receive, work: Awaitable[None]) -> None:
-    """Await ``work``, giving up as soon as the client disconnects."""
+class _ClientGone(Exception):
+    """The client of a hostile answer disconnected: its writer stops."""
+
+
+async def _until_disconnect(
+    receive: _Receive, work: Callable[[anyio.Event], Awaitable[None]]
+) -> None:
+    """Await ``work(gone)``, giving up as soon as the client disconnects: the watcher sets
+    ``gone`` (which ``work`` checks before each write) and cancels it."""
+    gone = anyio.Event()
     async with anyio.create_task_group() as tg:
 
         async def watch() -> None:
             await _wait_for_disconnect(receive)
+            gone.set()
             tg.cancel_scope.cancel()
 
         tg.start_soon(watch)
-        with contextlib.suppress(OSError):  # the client went away while a write was under way
-            await work
+        # OSError: the client went away while a write was under way
+        with contextlib.suppress(OSError, _ClientGone):
+            await work(gone)
         tg.cancel_scope.cancel()
 
 
