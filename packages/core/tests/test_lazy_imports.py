@@ -88,3 +88,25 @@ def test_star_import_gives_every_exported_name() -> None:
     exec("from pai.core import *", namespace)
 
     assert sorted(name for name in namespace if not name.startswith("__")) == pai.core.__all__
+
+
+def test_pai_help_imports_no_runtime_module() -> None:
+    # What `pai --help` needs is the command tree: click, the plugin manager and each plugin's
+    # registration module, never the runtime, storage backends or rich.
+    modules = _run(
+        "from pai.core.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
+    )
+
+    assert "pai.core.cli" in modules
+    runtime = {
+        "pai.core._admin",
+        "pai.core._agent",
+        "pai.core._assembly",
+        "pai.core._chat",
+        "pai.core._runtime",
+        "pai.core._storage_sqlite",
+        "rich",
+        "sqlite3",
+        "yaml",
+    }
+    assert sorted(runtime & set(modules)) == []
