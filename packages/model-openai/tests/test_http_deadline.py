@@ -128,3 +128,37 @@ async def test_a_reused_connection_gets_the_deadline_of_its_new_answer(
         assert (await model.request(ask())).content == "one"
         await anyio.sleep(1.3)
         assert (await model.request(ask())).content == "two"
+
+
+async def test_connecting_counts_against_the_answers_timeout() -> None:
+    # A listener whose accept queue is full: Linux drops further SYNs, so connecting hangs
+    # until connect_timeout; the answer's timeout is the shorter bound here.
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers: list[socket.socket] = []
+    try:
+        for _ in range(8):  # fill the queue; past it, connecting no longer completes
+            filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            filler.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                filler.connect(("127.0.0.1", port))
+            fillers.append(filler)
+        async with OpenAIModel(
+            "m",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key="k",
+            timeout=1,
+            connect_timeout=30,
+            max_retries=0,
+        ) as model:
+            started = time.monotonic()
+            with pytest.raises(ModelTimeoutError, match=r"did not end within timeout=1 s"):
+                await model.request(ask())
+        elapsed = time.monotonic() - started
+        assert 0.9 < elapsed < 5, f"timeout=1 took {elapsed:.2f} s"
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()

@@ -248,9 +248,25 @@ class DeadlineBackend(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        stream = await self._inner.connect_tcp(
-            host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
-        )
+        answer = _PENDING.get()  # connecting counts against the answer that needs it
+        left = None if answer is None else answer.deadline - time.monotonic()
+        if answer is None or left is None or (timeout is not None and timeout < left):
+            stream = await self._inner.connect_tcp(
+                host,
+                port,
+                timeout=timeout,
+                local_address=local_address,
+                socket_options=socket_options,
+            )
+            return _DeadlineStream(stream)
+        if left <= 0:
+            raise answer.late()
+        try:
+            stream = await self._inner.connect_tcp(
+                host, port, timeout=left, local_address=local_address, socket_options=socket_options
+            )
+        except httpcore2.ConnectTimeout:
+            raise answer.late() from None
         return _DeadlineStream(stream)
 
     async def connect_unix_socket(
