@@ -40,10 +40,13 @@ def _isort_style(name: str) -> tuple[int, str]:
 
 
 def _public_names(module: ModuleType) -> set[str]:
+    # dir() includes what the package exports lazily (each name's module is imported on use).
     return {
         name
-        for name, value in vars(module).items()
-        if not name.startswith("_") and not isinstance(value, ModuleType)
+        for name in dir(module)
+        if not name.startswith("_")
+        and name != "TYPE_CHECKING"
+        and not isinstance(getattr(module, name), ModuleType)
     }
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    # Types only: registering plugins (and ``pai --help``) imports no pydantic.
+    from pydantic import BaseModel
 
-from pai.core._model import Model
+    from pai.core._model import Model
 
 __all__ = ["ModelRegistration"]
 

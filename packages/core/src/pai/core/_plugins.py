@@ -29,21 +29,23 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 import pluggy
-from pydantic import BaseModel, ConfigDict
 
-from pai.core._binding import CapabilityBinding
-from pai.core._capability import Capability
 from pai.core._errors import DuplicateRegistrationError, PluginError
 from pai.core._model_registry import ModelRegistration
 from pai.core._storage_registry import StorageRegistration
 
 if TYPE_CHECKING:
+    # Types only: registering plugins (and ``pai --help``) imports no pydantic.
     import click
+    from pydantic import BaseModel
 
+    from pai.core._binding import CapabilityBinding
+    from pai.core._capability import Capability
     from pai.core._config import PaiConfig
+    from pai.core._options import NoOptions
     from pai.core._probes import Probe
 
 PROJECT = "pai"
@@ -57,14 +59,23 @@ hookimpl: pluggy.HookimplMarker = pluggy.HookimplMarker(PROJECT)
 
 _log = logging.getLogger("pai.core.plugins")
 
-OptionsT = TypeVar("OptionsT", bound=BaseModel)
+OptionsT = TypeVar("OptionsT", bound="BaseModel")
 R = TypeVar("R")
 
 
-class NoOptions(BaseModel):
-    """The options model of a registration that takes no options."""
+def __getattr__(name: str) -> Any:
+    # NoOptions is a pydantic model: imported when asked for, not with this module.
+    if name == "NoOptions":
+        from pai.core._options import NoOptions
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+        return NoOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _no_options() -> type[BaseModel]:
+    from pai.core._options import NoOptions
+
+    return NoOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +120,8 @@ class CapabilityRegistration:
 
     capability: Capability[Any]
     factory: Callable[[CapabilitySettings[Any]], CapabilityBinding[Any]]
-    options: type[BaseModel] = NoOptions
+    options: type[BaseModel] = field(default_factory=_no_options)
+    """The options model; :class:`NoOptions` when not given."""
     description: str = ""
     install_hint: str = ""
     distribution: str = ""

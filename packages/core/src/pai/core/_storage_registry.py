@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pai.core._storage import Storage
+if TYPE_CHECKING:
+    # Types only: registering plugins (and ``pai --help``) imports no pydantic.
+    from pai.core._storage import Storage
 
 
 @dataclass(frozen=True, slots=True)

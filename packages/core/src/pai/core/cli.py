@@ -650,6 +650,13 @@ def create_cli(plugins: Plugins | None = None) -> click.Group:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the ``pai`` command line (the console script's entry point); exits the process."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    if args == ["--version"]:
+        # Answered before plugins are loaded: the same line as create_cli's --version option.
+        from importlib.metadata import version
+
+        click.echo(f"pai, version {version('pai-core')}")
+        sys.exit(0)
     try:
         cli = create_cli()
     except PaiError as error:  # PAI_STRICT_PLUGINS=1 and a broken plugin, say

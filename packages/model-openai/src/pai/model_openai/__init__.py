@@ -7,29 +7,38 @@ OpenAI-compatible server to test agents offline through the real SDK.
 Importing this package does not import the ``openai`` SDK: building a model does.
 """
 
+import importlib
 from typing import TYPE_CHECKING
 
-from pai.model_openai._errors import ModelRedirectError as ModelRedirectError
-from pai.model_openai._errors import map_openai_error as map_openai_error
-from pai.model_openai._errors import parse_retry_after as parse_retry_after
-from pai.model_openai._plugin import OpenAIOptions as OpenAIOptions
-
 if TYPE_CHECKING:
+    from pai.model_openai._errors import ModelRedirectError as ModelRedirectError
+    from pai.model_openai._errors import map_openai_error as map_openai_error
+    from pai.model_openai._errors import parse_retry_after as parse_retry_after
     from pai.model_openai._model import OpenAIModel as OpenAIModel
+    from pai.model_openai._options import OpenAIOptions as OpenAIOptions
 
+_SOURCES: dict[str, str] = {
+    "ModelRedirectError": "pai.model_openai._errors",
+    "map_openai_error": "pai.model_openai._errors",
+    "parse_retry_after": "pai.model_openai._errors",
+    "OpenAIModel": "pai.model_openai._model",
+    "OpenAIOptions": "pai.model_openai._options",
+}
+"""The module that defines each public name: imported when the name is first used, so loading
+the plugin (``pai --help``) imports no pydantic."""
 
-def __getattr__(name: str) -> object:
-    # OpenAIModel's module is small, but keep the package import as light as the plugin's.
-    if name == "OpenAIModel":
-        from pai.model_openai._model import OpenAIModel
+if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
 
-        globals()[name] = OpenAIModel
-        return OpenAIModel
-    raise AttributeError(f"module 'pai.model_openai' has no attribute {name!r}")
+    def __getattr__(name: str) -> object:
+        source = _SOURCES.get(name)
+        if source is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source), name)
+        globals()[name] = value  # later look-ups find it without calling this function
+        return value
 
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), "OpenAIModel"])
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})
 
 
 __all__ = [

@@ -24,11 +24,11 @@ if TYPE_CHECKING:
     from pai.sandbox_docker._errors import SandboxHelperTimeoutError as SandboxHelperTimeoutError
     from pai.sandbox_docker._instance import DockerSandboxInstance as DockerSandboxInstance
     from pai.sandbox_docker._labels import container_name as container_name
-    from pai.sandbox_docker._plugin import DockerOptions as DockerOptions
+    from pai.sandbox_docker._options import DockerOptions as DockerOptions
     from pai.sandbox_docker._provider import DockerSandboxProvider as DockerSandboxProvider
 
 _LAZY = {
-    "DockerOptions": "pai.sandbox_docker._plugin",
+    "DockerOptions": "pai.sandbox_docker._options",
     "DockerSandboxInstance": "pai.sandbox_docker._instance",
     "DockerSandboxProvider": "pai.sandbox_docker._provider",
     "container_name": "pai.sandbox_docker._labels",

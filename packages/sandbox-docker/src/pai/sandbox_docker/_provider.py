@@ -63,7 +63,7 @@ from pai.sandbox_docker._labels import (
     parse_docker_time,
 )
 from pai.sandbox_docker._limits import InstanceLimits, LoopLimiter
-from pai.sandbox_docker._plugin import DEFAULT_USER, DockerOptions
+from pai.sandbox_docker._options import DEFAULT_USER, DockerOptions
 from pai.sandbox_docker._scripts import KEEPALIVE
 
 _log = logging.getLogger("pai.sandbox_docker")

@@ -5,94 +5,26 @@ Kept light: it imports neither the ``e2b`` SDK nor the provider until the provid
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import TYPE_CHECKING, Any
 
 from pai.core import hookimpl
-from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
 
-#: The longest sandbox life E2B allows (seconds).
-MAX_TIMEOUT = 86_400
+if TYPE_CHECKING:
+    # Types only: loading this plugin (``pai --help``) imports no pydantic; the hook imports
+    # the options model when it is called.
+    from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
+    from pai.sandbox_e2b._options import E2BOptions
+
+_OPTIONS_NAMES = frozenset({"MAX_TIMEOUT", "E2BOptions"})
 
 
-class E2BOptions(BaseModel):
-    """``[capabilities.sandbox.e2b]``: where and how sandboxes are made on E2B (the
-    :class:`~pai.sandbox_e2b.E2BSandboxProvider` checks its arguments with this model too).
+def __getattr__(name: str) -> Any:
+    # The options model lives in _options (pydantic): imported when asked for.
+    if name in _OPTIONS_NAMES:
+        from pai.sandbox_e2b import _options
 
-    The API key is read from ``E2B_API_KEY`` unless ``api_key`` is given (prefer the variable: a
-    key in ``pai.toml`` ends up in version control). ``api_url`` / ``sandbox_url`` (or
-    ``E2B_API_URL`` / ``E2B_SANDBOX_URL``) point the SDK elsewhere, e.g. at the offline emulator.
-
-    Example::
-
-        [capabilities.sandbox]
-        provider = "e2b"
-
-        [capabilities.sandbox.e2b]
-        template = "base"
-        timeout = 600                  # seconds each sandbox lives after its last connect
-        allow_internet_access = false  # the default
-    """
-
-    # strict: `timeout = "5"` is a mistake to report, not a string to convert.
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", strict=True)
-
-    template: str = Field(default="base", min_length=1, description="E2B template name or id")
-    timeout: int = Field(
-        default=300,
-        gt=0,
-        le=MAX_TIMEOUT,
-        description="seconds a sandbox lives after create or connect (1 to 86 400: 24 h)",
-    )
-    api_key: str | None = Field(default=None, min_length=1, description="default: E2B_API_KEY")
-    domain: str | None = Field(
-        default=None, min_length=1, description="default: E2B_DOMAIN or e2b.app"
-    )
-    api_url: str | None = Field(default=None, min_length=1, description="default: E2B_API_URL")
-    sandbox_url: str | None = Field(
-        default=None, min_length=1, description="default: E2B_SANDBOX_URL"
-    )
-    metadata: dict[str, str] = Field(
-        default_factory=dict[str, str], description="added to every sandbox's metadata"
-    )
-    namespace: str = Field(
-        default="pai", min_length=1, description="the sandboxes `pai sandbox ls/rm/prune` see"
-    )
-    env: dict[str, str] = Field(
-        default_factory=dict[str, str], description="environment of every sandbox"
-    )
-    allow_internet_access: bool = Field(
-        default=False, description="true lets commands reach the internet"
-    )
-    user: str = Field(default="user", min_length=1, description="the sandbox user commands run as")
-    request_timeout: float = Field(
-        default=30.0,
-        gt=0,
-        allow_inf_nan=False,
-        description="seconds an E2B API or envd request may take",
-    )
-
-    @field_validator("api_url", "sandbox_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(
-                "not an http:// or https:// URL; write the whole URL, e.g. the emulator's url "
-                "(http://127.0.0.1:PORT)"
-            )
-        return value
-
-    @field_validator("metadata")
-    @classmethod
-    def _own_metadata(cls, value: dict[str, str]) -> dict[str, str]:
-        reserved = sorted(name for name in value if name.startswith("pai."))
-        if reserved:
-            raise ValueError(
-                "keys starting with 'pai.' are the provider's own (it sets 'pai.namespace', "
-                f"'pai.key', ...): rename {', '.join(map(repr, reserved))}"
-            )
-        return value
+        return getattr(_options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _make_provider(options: E2BOptions) -> SandboxProvider:
@@ -116,6 +48,9 @@ def _make_provider(options: E2BOptions) -> SandboxProvider:
 
 @hookimpl
 def pai_sandbox_providers() -> list[SandboxProviderRegistration]:
+    from pai.sandbox.provider import SandboxProviderRegistration
+    from pai.sandbox_e2b._options import E2BOptions
+
     return [
         SandboxProviderRegistration(
             name="e2b",

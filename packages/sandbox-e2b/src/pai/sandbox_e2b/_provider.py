@@ -83,7 +83,7 @@ from pai.sandbox.provider import (
     SandboxVanishedError,
 )
 from pai.sandbox_e2b._errors import E2BApiKeyMissingError, E2BError, E2BUnreachableError
-from pai.sandbox_e2b._plugin import E2BOptions
+from pai.sandbox_e2b._options import E2BOptions
 
 _log = logging.getLogger("pai.sandbox_e2b")
 

@@ -5,54 +5,26 @@ Kept light: it imports neither just-bash nor the provider until the provider is 
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from pai.core import hookimpl
-from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
+
+if TYPE_CHECKING:
+    # Types only: loading this plugin (``pai --help``) imports no pydantic; the hook imports
+    # the options model when it is called.
+    from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration
+    from pai.sandbox_inmemory._options import InMemoryOptions
+
+_OPTIONS_NAMES = frozenset({"InMemoryOptions"})
 
 
-class InMemoryOptions(BaseModel):
-    """``[capabilities.sandbox.inmemory]``: memory budget, worker count, interpreter limits."""
+def __getattr__(name: str) -> Any:
+    # The options model lives in _options (pydantic): imported when asked for.
+    if name in _OPTIONS_NAMES:
+        from pai.sandbox_inmemory import _options
 
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
-
-    memory_budget: int = Field(
-        default=256 * 1024 * 1024,
-        ge=1024 * 1024,
-        description="bytes one sandbox's files may hold, and one command's worker may allocate",
-    )
-    max_workers: int = Field(
-        default=2,
-        gt=0,
-        description="worker processes running commands at the same time (per event loop)",
-    )
-    max_loop_iterations: int = Field(
-        default=10_000_000,
-        gt=0,
-        description="iterations of one shell loop; a script over it exits 126",
-    )
-    max_command_count: int = Field(
-        default=10_000_000,
-        gt=0,
-        description="commands one script may run; a script over it exits 126",
-    )
-    max_call_depth: int = Field(
-        default=100,
-        gt=0,
-        description="nesting of shell function calls; deeper exits 126",
-    )
-    max_awk_iterations: int = Field(
-        default=10_000_000,
-        gt=0,
-        description="iterations of one awk loop; a program over it exits 126",
-    )
-    max_sed_iterations: int = Field(
-        default=10_000_000,
-        gt=0,
-        description="iterations of one sed script's branch loops; over it exits 126",
-    )
+        return getattr(_options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _make_provider(options: InMemoryOptions) -> SandboxProvider:
@@ -75,6 +47,9 @@ def _make_provider(options: InMemoryOptions) -> SandboxProvider:
 
 @hookimpl
 def pai_sandbox_providers() -> list[SandboxProviderRegistration]:
+    from pai.sandbox.provider import SandboxProviderRegistration
+    from pai.sandbox_inmemory._options import InMemoryOptions
+
     return [
         SandboxProviderRegistration(
             name="inmemory",

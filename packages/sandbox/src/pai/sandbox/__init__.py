@@ -3,59 +3,123 @@
 Declare ``capabilities={"sandbox": sandbox}`` on a tool; bind
 ``sandbox_capability(provider=...)`` at the runtime; pick a provider package (in-memory, Docker,
 E2B) that implements :class:`SandboxProvider`.
+
+Every public name is importable from here, but the module that defines it is imported only when
+the name is first used, so loading the ``sandbox`` plugin (``pai --help``) imports no pydantic.
 """
 
-from pai.sandbox._capability import SandboxService as SandboxService
-from pai.sandbox._capability import create_sandbox_service as create_sandbox_service
-from pai.sandbox._capability import sandbox as sandbox
-from pai.sandbox._capability import sandbox_capability as sandbox_capability
-from pai.sandbox._errors import SandboxClosedError as SandboxClosedError
-from pai.sandbox._errors import SandboxDirectoryNotEmptyError as SandboxDirectoryNotEmptyError
-from pai.sandbox._errors import SandboxError as SandboxError
-from pai.sandbox._errors import SandboxFileExistsError as SandboxFileExistsError
-from pai.sandbox._errors import SandboxFileNotFoundError as SandboxFileNotFoundError
-from pai.sandbox._errors import SandboxFileTooLargeError as SandboxFileTooLargeError
-from pai.sandbox._errors import SandboxInputError as SandboxInputError
-from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryError
-from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
-from pai.sandbox._errors import SandboxPathError as SandboxPathError
-from pai.sandbox._errors import SandboxProviderError as SandboxProviderError
-from pai.sandbox._errors import SandboxUnavailableError as SandboxUnavailableError
-from pai.sandbox._errors import SandboxVanishedError as SandboxVanishedError
-from pai.sandbox._errors import SeedPathError as SeedPathError
-from pai.sandbox._paths import RESERVED as RESERVED
-from pai.sandbox._paths import WORKSPACE as WORKSPACE
-from pai.sandbox._paths import check_seed as check_seed
-from pai.sandbox._paths import resolve_path as resolve_path
-from pai.sandbox._plugin import DEFAULT_PROVIDER as DEFAULT_PROVIDER
-from pai.sandbox._plugin import ProviderOptionsError as ProviderOptionsError
-from pai.sandbox._plugin import SandboxHookSpecs as SandboxHookSpecs
-from pai.sandbox._plugin import SandboxProviderRegistration as SandboxProviderRegistration
-from pai.sandbox._plugin import SandboxSettings as SandboxSettings
-from pai.sandbox._plugin import UnknownProviderError as UnknownProviderError
-from pai.sandbox._plugin import build_provider as build_provider
-from pai.sandbox._plugin import sandbox_providers as sandbox_providers
-from pai.sandbox._provider import OutputCallback as OutputCallback
-from pai.sandbox._provider import ProbingSandboxProvider as ProbingSandboxProvider
-from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
-from pai.sandbox._provider import SandboxInstance as SandboxInstance
-from pai.sandbox._provider import SandboxProvider as SandboxProvider
-from pai.sandbox._provider import probe_provider as probe_provider
-from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
-from pai.sandbox._sandbox import DEFAULT_READ_LIMIT as DEFAULT_READ_LIMIT
-from pai.sandbox._sandbox import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
-from pai.sandbox._sandbox import Sandbox as Sandbox
-from pai.sandbox._sandbox import create_sandbox as create_sandbox
-from pai.sandbox._session import SandboxHandle as SandboxHandle
-from pai.sandbox._session import SandboxSessionManager as SandboxSessionManager
-from pai.sandbox._session import create_sandbox_session_manager as create_sandbox_session_manager
-from pai.sandbox._types import CommandResult as CommandResult
-from pai.sandbox._types import DirEntry as DirEntry
-from pai.sandbox._types import EntryType as EntryType
-from pai.sandbox._types import FileWrite as FileWrite
-from pai.sandbox._types import InstanceInfo as InstanceInfo
-from pai.sandbox._types import RawCommandResult as RawCommandResult
-from pai.sandbox._types import SeedFile as SeedFile
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pai.sandbox._capability import SandboxService as SandboxService
+    from pai.sandbox._capability import create_sandbox_service as create_sandbox_service
+    from pai.sandbox._capability import sandbox as sandbox
+    from pai.sandbox._capability import sandbox_capability as sandbox_capability
+    from pai.sandbox._errors import SandboxClosedError as SandboxClosedError
+    from pai.sandbox._errors import SandboxDirectoryNotEmptyError as SandboxDirectoryNotEmptyError
+    from pai.sandbox._errors import SandboxError as SandboxError
+    from pai.sandbox._errors import SandboxFileExistsError as SandboxFileExistsError
+    from pai.sandbox._errors import SandboxFileNotFoundError as SandboxFileNotFoundError
+    from pai.sandbox._errors import SandboxFileTooLargeError as SandboxFileTooLargeError
+    from pai.sandbox._errors import SandboxInputError as SandboxInputError
+    from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryError
+    from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
+    from pai.sandbox._errors import SandboxPathError as SandboxPathError
+    from pai.sandbox._errors import SandboxProviderError as SandboxProviderError
+    from pai.sandbox._errors import SandboxUnavailableError as SandboxUnavailableError
+    from pai.sandbox._errors import SandboxVanishedError as SandboxVanishedError
+    from pai.sandbox._errors import SeedPathError as SeedPathError
+    from pai.sandbox._options import SandboxSettings as SandboxSettings
+    from pai.sandbox._paths import RESERVED as RESERVED
+    from pai.sandbox._paths import WORKSPACE as WORKSPACE
+    from pai.sandbox._paths import check_seed as check_seed
+    from pai.sandbox._paths import resolve_path as resolve_path
+    from pai.sandbox._plugin import DEFAULT_PROVIDER as DEFAULT_PROVIDER
+    from pai.sandbox._plugin import ProviderOptionsError as ProviderOptionsError
+    from pai.sandbox._plugin import SandboxHookSpecs as SandboxHookSpecs
+    from pai.sandbox._plugin import SandboxProviderRegistration as SandboxProviderRegistration
+    from pai.sandbox._plugin import UnknownProviderError as UnknownProviderError
+    from pai.sandbox._plugin import build_provider as build_provider
+    from pai.sandbox._plugin import sandbox_providers as sandbox_providers
+    from pai.sandbox._provider import OutputCallback as OutputCallback
+    from pai.sandbox._provider import ProbingSandboxProvider as ProbingSandboxProvider
+    from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
+    from pai.sandbox._provider import SandboxInstance as SandboxInstance
+    from pai.sandbox._provider import SandboxProvider as SandboxProvider
+    from pai.sandbox._provider import probe_provider as probe_provider
+    from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
+    from pai.sandbox._sandbox import DEFAULT_READ_LIMIT as DEFAULT_READ_LIMIT
+    from pai.sandbox._sandbox import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+    from pai.sandbox._sandbox import Sandbox as Sandbox
+    from pai.sandbox._sandbox import create_sandbox as create_sandbox
+    from pai.sandbox._session import SandboxHandle as SandboxHandle
+    from pai.sandbox._session import SandboxSessionManager as SandboxSessionManager
+    from pai.sandbox._session import (
+        create_sandbox_session_manager as create_sandbox_session_manager,
+    )
+    from pai.sandbox._types import CommandResult as CommandResult
+    from pai.sandbox._types import DirEntry as DirEntry
+    from pai.sandbox._types import EntryType as EntryType
+    from pai.sandbox._types import FileWrite as FileWrite
+    from pai.sandbox._types import InstanceInfo as InstanceInfo
+    from pai.sandbox._types import RawCommandResult as RawCommandResult
+    from pai.sandbox._types import SeedFile as SeedFile
+
+_SOURCES: dict[str, str] = {
+    "SandboxService": "pai.sandbox._capability",
+    "create_sandbox_service": "pai.sandbox._capability",
+    "sandbox": "pai.sandbox._capability",
+    "sandbox_capability": "pai.sandbox._capability",
+    "SandboxClosedError": "pai.sandbox._errors",
+    "SandboxDirectoryNotEmptyError": "pai.sandbox._errors",
+    "SandboxError": "pai.sandbox._errors",
+    "SandboxFileExistsError": "pai.sandbox._errors",
+    "SandboxFileNotFoundError": "pai.sandbox._errors",
+    "SandboxFileTooLargeError": "pai.sandbox._errors",
+    "SandboxInputError": "pai.sandbox._errors",
+    "SandboxIsADirectoryError": "pai.sandbox._errors",
+    "SandboxNotADirectoryError": "pai.sandbox._errors",
+    "SandboxPathError": "pai.sandbox._errors",
+    "SandboxProviderError": "pai.sandbox._errors",
+    "SandboxUnavailableError": "pai.sandbox._errors",
+    "SandboxVanishedError": "pai.sandbox._errors",
+    "SeedPathError": "pai.sandbox._errors",
+    "RESERVED": "pai.sandbox._paths",
+    "WORKSPACE": "pai.sandbox._paths",
+    "check_seed": "pai.sandbox._paths",
+    "resolve_path": "pai.sandbox._paths",
+    "DEFAULT_PROVIDER": "pai.sandbox._plugin",
+    "ProviderOptionsError": "pai.sandbox._plugin",
+    "SandboxHookSpecs": "pai.sandbox._plugin",
+    "SandboxProviderRegistration": "pai.sandbox._plugin",
+    "SandboxSettings": "pai.sandbox._options",
+    "UnknownProviderError": "pai.sandbox._plugin",
+    "build_provider": "pai.sandbox._plugin",
+    "sandbox_providers": "pai.sandbox._plugin",
+    "OutputCallback": "pai.sandbox._provider",
+    "ProbingSandboxProvider": "pai.sandbox._provider",
+    "ProviderFeatures": "pai.sandbox._provider",
+    "SandboxInstance": "pai.sandbox._provider",
+    "SandboxProvider": "pai.sandbox._provider",
+    "probe_provider": "pai.sandbox._provider",
+    "DEFAULT_OUTPUT_LIMIT": "pai.sandbox._sandbox",
+    "DEFAULT_READ_LIMIT": "pai.sandbox._sandbox",
+    "DEFAULT_TIMEOUT": "pai.sandbox._sandbox",
+    "Sandbox": "pai.sandbox._sandbox",
+    "create_sandbox": "pai.sandbox._sandbox",
+    "SandboxHandle": "pai.sandbox._session",
+    "SandboxSessionManager": "pai.sandbox._session",
+    "create_sandbox_session_manager": "pai.sandbox._session",
+    "CommandResult": "pai.sandbox._types",
+    "DirEntry": "pai.sandbox._types",
+    "EntryType": "pai.sandbox._types",
+    "FileWrite": "pai.sandbox._types",
+    "InstanceInfo": "pai.sandbox._types",
+    "RawCommandResult": "pai.sandbox._types",
+    "SeedFile": "pai.sandbox._types",
+}
+"""The module that defines each public name: imported when the name is first used."""
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
@@ -110,3 +174,16 @@ __all__ = [
     "sandbox_capability",
     "sandbox_providers",
 ]
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
+
+    def __getattr__(name: str) -> object:
+        source = _SOURCES.get(name)
+        if source is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source), name)
+        globals()[name] = value  # later look-ups find it without calling this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

@@ -17,30 +17,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from pai.core import (
-    CapabilityBinding,
-    CapabilityRegistration,
-    CapabilitySettings,
-    Plugins,
-    UserError,
-    did_you_mean,
-    get_plugins,
-    hookimpl,
-    hookspec,
-)
-from pai.sandbox._capability import sandbox, sandbox_capability
+from pai.core import UserError, get_plugins, hookimpl, hookspec
 from pai.sandbox._errors import SandboxError
-from pai.sandbox._provider import SandboxProvider
-from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_READ_LIMIT, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
+    # Types only: loading this plugin (``pai --help``) imports no pydantic and no sandbox code;
+    # the functions below import what they use.
     import click
+    from pydantic import BaseModel, ValidationError
 
-    from pai.core import PaiConfig, Probe
+    from pai.core import (
+        CapabilityBinding,
+        CapabilityRegistration,
+        CapabilitySettings,
+        PaiConfig,
+        Plugins,
+        Probe,
+    )
+    from pai.sandbox._options import SandboxSettings
+    from pai.sandbox._provider import SandboxProvider
 
 _log = logging.getLogger("pai.sandbox")
 
@@ -127,6 +124,8 @@ def _sentence(text: str) -> str:
 
 
 def _format_errors(error: ValidationError, section: str, valid: Iterable[str] = ()) -> str:
+    from pai.core import did_you_mean
+
     def one(problem: Any) -> str:
         loc = ".".join(str(p) for p in problem["loc"])
         if problem["type"] == "extra_forbidden":
@@ -146,6 +145,10 @@ def build_provider(
     plugins: Plugins | None = None,
 ) -> SandboxProvider:
     """The installed provider ``name``, built from ``options`` validated by its model."""
+    from pydantic import ValidationError
+
+    from pai.core import did_you_mean
+
     providers = sandbox_providers(plugins)
     registration = providers.get(name)
     if registration is None:
@@ -168,18 +171,13 @@ def build_provider(
     return registration.factory(validated)
 
 
-class SandboxSettings(BaseModel):
-    """``[capabilities.sandbox]``: which provider, and the facade's limits.
+def __getattr__(name: str) -> Any:
+    # SandboxSettings is a pydantic model: imported when asked for, not with this module.
+    if name == "SandboxSettings":
+        from pai.sandbox._options import SandboxSettings
 
-    Each provider's own options go in a sub-table named after it (``[capabilities.sandbox.docker]``).
-    """
-
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
-
-    provider: str | None = None
-    default_timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = DEFAULT_TIMEOUT
-    output_limit: Annotated[int, Field(ge=1)] = DEFAULT_OUTPUT_LIMIT
-    read_limit: Annotated[int, Field(ge=1)] = DEFAULT_READ_LIMIT
+        return SandboxSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class FacadeLimits(TypedDict):
@@ -222,6 +220,11 @@ def _provider_from_settings(
 ) -> SandboxProvider:
     """The provider ``[capabilities.sandbox]`` selects (the default one when it names none),
     built from its sub-table. Errors carry ``key_path``, the offending key under the section."""
+    from pydantic import ValidationError
+
+    from pai.core import did_you_mean
+    from pai.sandbox._options import SandboxSettings
+
     providers = sandbox_providers(plugins)
     name = settings.provider or DEFAULT_PROVIDER
     extra = dict(settings.model_extra or {})
@@ -273,6 +276,8 @@ def _provider_from_settings(
 
 def _sandbox_binding(settings: CapabilitySettings[SandboxSettings]) -> CapabilityBinding[Any]:
     global _told_default
+    from pai.sandbox._capability import sandbox_capability
+
     options = settings.options
     # Built first: a mistake in the section is reported alone, never after a notice that the
     # default provider is being used.
@@ -301,6 +306,10 @@ def pai_add_hookspecs(plugins: Plugins) -> None:
 
 @hookimpl
 def pai_capabilities() -> list[CapabilityRegistration]:
+    from pai.core import CapabilityRegistration
+    from pai.sandbox._capability import sandbox
+    from pai.sandbox._options import SandboxSettings
+
     return [
         CapabilityRegistration(
             capability=sandbox,
@@ -331,6 +340,11 @@ def configured_provider(
         provider, settings = configured_provider()
         sessions = create_sandbox_session_manager(provider=provider)
     """
+    from pydantic import ValidationError
+
+    from pai.sandbox._capability import sandbox
+    from pai.sandbox._options import SandboxSettings
+
     if config is None:
         from pai.core import load_config
 
@@ -376,6 +390,7 @@ def pai_probes(config: PaiConfig) -> list[Probe]:
     answers, the image is there, the API takes the key). Nothing when no provider is configured:
     the embedded default has nothing to check."""
     from pai.core import Probe
+    from pai.sandbox._capability import sandbox
     from pai.sandbox._provider import probe_provider
 
     section = config.capability(sandbox.id)

@@ -1,0 +1,30 @@
+"""``[capabilities.sandbox]``: the sandbox capability's options model.
+
+Kept apart from :mod:`pai.sandbox._plugin` so that loading the plugin (``pai --help``) imports
+no pydantic; the ``pai_capabilities`` hook imports it when it is called.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_READ_LIMIT, DEFAULT_TIMEOUT
+
+
+class SandboxSettings(BaseModel):
+    """``[capabilities.sandbox]``: which provider, and the facade's limits.
+
+    Each provider's own options go in a sub-table named after it (``[capabilities.sandbox.docker]``).
+    """
+
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="allow")
+
+    provider: str | None = None
+    default_timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = DEFAULT_TIMEOUT
+    output_limit: Annotated[int, Field(ge=1)] = DEFAULT_OUTPUT_LIMIT
+    read_limit: Annotated[int, Field(ge=1)] = DEFAULT_READ_LIMIT
+
+
+__all__ = ["SandboxSettings"]
