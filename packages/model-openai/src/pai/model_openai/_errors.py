@@ -153,8 +153,11 @@ def _http_date_delay(raw: str, now: float | None) -> float | None:
     return max(when.timestamp() - (time.time() if now is None else now), 0.0)
 
 
-def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> ModelError:
-    """The core :class:`~pai.core.ModelError` for an error the ``openai`` SDK raised."""
+def map_openai_error(
+    error: openai.OpenAIError | ValueError, model: str, *, api_key: str | None = None
+) -> ModelError:
+    """The core :class:`~pai.core.ModelError` for an error the ``openai`` SDK raised;
+    ``api_key``, the key the request sent, is masked should the server quote it back."""
     import openai
 
     def where(message: str) -> str:
@@ -182,7 +185,7 @@ def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> Mode
             model=model,
         )
     if isinstance(error, openai.APIStatusError):
-        return _from_status(error, model)
+        return _from_status(error, model, api_key)
     if isinstance(error, openai.APIResponseValidationError):
         return ModelResponseError(
             where(f"the answer did not match the API: {clip_server_text(str(error))}"), model=model
@@ -203,9 +206,9 @@ def map_openai_error(error: openai.OpenAIError | ValueError, model: str) -> Mode
     )
 
 
-def _from_status(error: openai.APIStatusError, model: str) -> ModelError:
+def _from_status(error: openai.APIStatusError, model: str, api_key: str | None) -> ModelError:
     status = error.status_code
-    detail = clip_server_text(_without_key(_detail(error), error))
+    detail = clip_server_text(_without_key(_detail(error), error, api_key))
     headers = dict(error.response.headers.items())
     retry_after = parse_retry_after(headers)
     url = _request_url(error)
@@ -290,15 +293,19 @@ def _not_found_advice(model: str, url: str | None) -> str:
     return f"no such model or endpoint; check that the server serves a model named {model!r}"
 
 
-def _without_key(text: str, error: openai.APIStatusError) -> str:
-    """``text`` with the request's API key masked, should the server echo it back."""
+def _without_key(text: str, error: openai.APIStatusError, api_key: str | None) -> str:
+    """``text`` with the request's API key masked, should the server echo it back: the key the
+    model sent, else the one on the request's headers (not every SDK release keeps it there)."""
+    keys: list[str] = [api_key] if api_key else []
     request = getattr(error, "request", None)
     headers = getattr(request, "headers", None)
     value = headers.get("authorization") if headers is not None else None
-    if not isinstance(value, str):
-        return text
-    key = value.removeprefix("Bearer ").strip()
-    return text.replace(key, "***") if len(key) >= 8 else text
+    if isinstance(value, str):
+        keys.append(value.removeprefix("Bearer ").strip())
+    for key in keys:
+        if len(key) >= 8:
+            text = text.replace(key, "***")
+    return text
 
 
 def _detail(error: openai.APIStatusError) -> str:

@@ -253,7 +253,7 @@ class OpenAIModel:
         except ModelError:
             raise
         except (openai.OpenAIError, ValueError) as error:
-            raise map_openai_error(error, self.name) from error
+            raise map_openai_error(error, self.name, api_key=self._api_key) from error
         try:
             async for chunk in stream:
                 for event in reader.feed(chunk):
@@ -265,7 +265,7 @@ class OpenAIModel:
         except ModelError:
             raise
         except (openai.OpenAIError, ValueError) as error:
-            raise map_openai_error(error, self.name) from error
+            raise map_openai_error(error, self.name, api_key=self._api_key) from error
         except RecursionError as error:  # JSON nested deeper than the parser goes
             raise ModelResponseError(
                 f"OpenAI model {self.name!r}: a chunk of the answer is JSON nested too deeply "
