@@ -110,3 +110,35 @@ def test_pai_help_imports_no_runtime_module() -> None:
         "yaml",
     }
     assert sorted(runtime & set(modules)) == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"]])
+def test_pai_help_and_version_import_no_pydantic(argv: list[str]) -> None:
+    # Registering commands needs no options model: every plugin imports its options, providers
+    # and pydantic inside the hooks that use them, and --version is answered before plugins load.
+    modules = _run(
+        f"from pai.core.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass"
+    )
+
+    assert "pai.core.cli" in modules
+    loaded = [name for name in modules if name == "pydantic" or name.startswith("pydantic.")]
+    assert loaded == []
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "pai.core._plugins",
+        "pai.sandbox._plugin",
+        "pai.sandbox_docker._plugin",
+        "pai.sandbox_e2b._plugin",
+        "pai.sandbox_inmemory._plugin",
+        "pai.model_openai._plugin",
+        "pai.skills._plugin",
+    ],
+)
+def test_a_plugin_module_imports_without_pydantic(module: str) -> None:
+    modules = _run(f"import {module}")
+
+    assert module in modules
+    assert [name for name in modules if name.split(".")[0] == "pydantic"] == []
