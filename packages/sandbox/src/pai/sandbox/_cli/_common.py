@@ -11,7 +11,7 @@ from pai.core.cli import note
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
-    from pai.sandbox._plugin import SandboxSettings
+    from pai.sandbox._options import SandboxSettings
     from pai.sandbox._provider import SandboxProvider
 
 T = TypeVar("T")
