@@ -133,8 +133,7 @@ def test_pai_help_and_version_import_no_pydantic(argv: list[str]) -> None:
         "pai.sandbox_docker._plugin",
         "pai.sandbox_e2b._plugin",
         "pai.sandbox_inmemory._plugin",
-        "pai.model_openai._plugin",
-        "pai.skills._plugin",
+        "pai.model_openai._plugin",  # pai-skills has its own test_import_weight.py
     ],
 )
 def test_a_plugin_module_imports_without_pydantic(module: str) -> None:
