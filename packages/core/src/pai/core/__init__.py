@@ -9,7 +9,9 @@ that defines it is imported only when the name is first used, so ``import pai.co
 ``pai`` command line, which imports it) does not pay for pydantic models it never touches.
 """
 
+import collections.abc
 import importlib
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -427,15 +429,24 @@ __all__ = [
 ]
 
 
-if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
-
+def _lazy_exports(
+    package: str, names: collections.abc.Mapping[str, str]
+) -> tuple[collections.abc.Callable[[str], object], collections.abc.Callable[[], list[str]]]:
+    # Public as pai.core.lazy.lazy_exports. Defined here because pai.core uses it itself and
+    # importing pai.core imports none of its modules.
     def __getattr__(name: str) -> object:
-        source = _SOURCES.get(name)
-        if source is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(source), name)
-        globals()[name] = value  # later look-ups find it without calling this function
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[package], name, value)  # later look-ups do not come here
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+        return sorted({*vars(sys.modules[package]), *names})
+
+    return __getattr__, __dir__
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
+    __getattr__, __dir__ = _lazy_exports(__name__, _SOURCES)

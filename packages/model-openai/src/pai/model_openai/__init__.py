@@ -7,8 +7,9 @@ OpenAI-compatible server to test agents offline through the real SDK.
 Importing this package does not import the ``openai`` SDK: building a model does.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pai.core.lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from pai.model_openai._errors import ModelRedirectError as ModelRedirectError
@@ -28,17 +29,7 @@ _SOURCES: dict[str, str] = {
 the plugin (``pai --help``) imports no pydantic."""
 
 if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
-
-    def __getattr__(name: str) -> object:
-        source = _SOURCES.get(name)
-        if source is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(source), name)
-        globals()[name] = value  # later look-ups find it without calling this function
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy_exports(__name__, _SOURCES)
 
 
 __all__ = [

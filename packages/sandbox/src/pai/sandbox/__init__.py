@@ -8,8 +8,9 @@ Every public name is importable from here, but the module that defines it is imp
 the name is first used, so loading the ``sandbox`` plugin (``pai --help``) imports no pydantic.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pai.core.lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from pai.sandbox._capability import SandboxService as SandboxService
@@ -176,14 +177,4 @@ __all__ = [
 ]
 
 if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
-
-    def __getattr__(name: str) -> object:
-        source = _SOURCES.get(name)
-        if source is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(source), name)
-        globals()[name] = value  # later look-ups find it without calling this function
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy_exports(__name__, _SOURCES)

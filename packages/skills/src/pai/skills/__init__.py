@@ -19,8 +19,9 @@ Importing the package is cheap: each name's module (and YAML, for the generator)
 when the name is first used.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pai.core.lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from pai.skills._define import DEFAULT_SANDBOX_DIR as DEFAULT_SANDBOX_DIR
@@ -114,14 +115,4 @@ __all__ = [
 
 
 if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
-
-    def __getattr__(name: str) -> object:
-        source = _SOURCES.get(name)
-        if source is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(source), name)
-        globals()[name] = value  # later look-ups find it without calling this function
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy_exports(__name__, _SOURCES)
