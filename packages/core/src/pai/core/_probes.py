@@ -140,29 +140,29 @@ def collect_probes(config: PaiConfig, *, plugins: Plugins) -> list[Probe | Probe
             probes = list(cast("Sequence[object]", records or ()))
         except Exception as error:
             found.append(
-                ProbeResult(
-                    name=impl.plugin_name,
-                    status="failed",
-                    seconds=0.0,
-                    error=f"the pai_probes hook of {label} raised {type(error).__name__}: "
-                    f"{error}; fix or uninstall {distribution}",
+                _hook_failed(
+                    impl.plugin_name,
+                    f"the pai_probes hook of {label} raised {type(error).__name__}: {error}; "
+                    f"fix or uninstall {distribution}",
                 )
             )
             continue
-        for probe in probes:
-            if isinstance(probe, Probe):
-                found.append(probe)
-            else:
-                found.append(
-                    ProbeResult(
-                        name=impl.plugin_name,
-                        status="failed",
-                        seconds=0.0,
-                        error=f"the pai_probes hook of {label} returned {probe!r}, not a Probe; "
-                        f"that is a bug in {distribution}",
-                    )
-                )
+        found.extend(
+            probe
+            if isinstance(probe, Probe)
+            else _hook_failed(
+                impl.plugin_name,
+                f"the pai_probes hook of {label} returned {probe!r}, not a Probe; that is a bug "
+                f"in {distribution}",
+            )
+            for probe in probes
+        )
     return found
+
+
+def _hook_failed(plugin: str, error: str) -> ProbeResult:
+    """What a plugin's broken ``pai_probes`` hook gives: a failed result under the plugin's name."""
+    return ProbeResult(name=plugin, status="failed", seconds=0.0, error=error)
 
 
 async def run_probes(
