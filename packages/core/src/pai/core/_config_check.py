@@ -5,9 +5,11 @@ Two levels:
 * :func:`check_static`: what can be checked from the configuration and the installed packages
   alone, importing no user code and opening no connection: the tables, the capability ids, the
   storage URL, the options of every configured capability, and ``[model]`` (its provider and
-  options; the model is not built, so commands that use none run without an API key). Every command that reads configuration runs it
-  (through :func:`pai.core.cli.load_checked_config`), so a misspelt table stops the command
-  instead of letting it run on a default.
+  options; the model is not built, so commands that use none run without an API key). Every
+  command that reads configuration runs it (through :func:`pai.core.cli.load_checked_config`),
+  so a misspelt table stops the command instead of letting it run on a default. It builds the
+  storage and every configured capability's binding (so their providers, which may import an
+  SDK such as Docker's) and closes them; none of them connects until used.
 * :func:`check_config`: the static checks and the rest ``pai config --check`` does: the model
   built (so a missing API key shows) and the agent ``[chat]`` names (its module is imported).
 """
@@ -19,15 +21,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pai.core._binding import CapabilityBinding
     from pai.core._config import PaiConfig
-    from pai.core._model import Model
     from pai.core._plugins import Plugins
 
 
 def check_static(config: PaiConfig, *, plugins: Plugins | None = None) -> None:
     """Raise a :class:`~pai.core.PaiError` for the first problem of ``config`` that needs no user
     code and no network: capability ids, storage URL, every configured capability's options,
-    ``[model]``. What it builds to check (storage, bindings, the model) is closed before it
-    returns. Call it outside a running event loop.
+    ``[model]``. What it builds to check (the storage, the capability bindings) is closed before
+    it returns. Call it outside a running event loop.
 
     A :class:`~pai.core.ConfigError` whose message quotes a secret of ``config`` (a value at a
     key named like a secret, a URL's password) is raised again with the secret masked, and
@@ -51,7 +52,6 @@ def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
     from pai.core._agent import Requirement
     from pai.core._config import check_capability_ids
     from pai.core._config_binding import bindings_from_config
-    from pai.core._model import aclose_if_closable
     from pai.core._model_config import check_model_config
     from pai.core._plugins import get_plugins
     from pai.core._storage_config import storage_from_config
@@ -61,7 +61,6 @@ def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
     check_capability_ids(config, registrations)
     storage = storage_from_config(config, plugins=plugins)
     bindings: dict[str, CapabilityBinding[object]] = {}
-    model: Model | None = None
     try:
         configured = {
             cap_id: Requirement(registration.capability, ())  # configured, not declared
@@ -69,7 +68,7 @@ def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
             if config.capability(cap_id) is not None
         }
         bindings = bindings_from_config(configured, config=config, plugins=plugins)
-        model = check_model_config(config, plugins=plugins, build=False)
+        check_model_config(config, plugins=plugins, build=False)  # builds no model
     finally:
 
         async def release() -> None:
@@ -77,7 +76,6 @@ def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
                 await binding.close()
             if storage is not None:
                 await storage.aclose()
-            await aclose_if_closable(model)
 
         anyio.run(release)
 
