@@ -252,9 +252,10 @@ _STATUS_STYLES = {"status": {"loaded": "green", "failed": "bold red", "skipped":
 def plugins_command(as_json: bool) -> None:
     """List installed plugins and whether they loaded.
 
-    Lists the entry points of the 'pai' group and what became of each. A plugin that failed to import is listed with its error (and skipped; set
-    PAI_STRICT_PLUGINS=1 to make that fatal); PAI_LOAD_PLUGINS=dist1,dist2 loads only those
-    (listed as skipped otherwise). The exit status is 0 even when a plugin failed.
+    Lists the entry points of the 'pai' group and what became of each. A plugin that failed to
+    import is listed with its error (and skipped; set PAI_STRICT_PLUGINS=1 to make that fatal);
+    PAI_LOAD_PLUGINS=dist1,dist2 loads only those (listed as skipped otherwise). The exit status
+    is 0 even when a plugin failed.
     """
     from pai.core._plugins import get_plugins
 
