@@ -9,10 +9,10 @@ is a module (or object) of hook implementations::
 and implementing hooks with :data:`hookimpl`. The core's hooks (:class:`CoreHookSpecs`) register
 capability packages, storage backends and model providers, extend the CLI, and give
 ``pai config --check --probe`` live checks (``pai_probes``: :class:`~pai.core.Probe` values, see
-:mod:`pai.core._probes`); a plugin can add
-hookspecs of its own through :meth:`CoreHookSpecs.pai_add_hookspecs` (as ``pai.sandbox`` does for
-sandbox providers), the way pytest plugins add hooks. Callers never touch ``pm.hook``: :class:`Plugins` wraps every hook in a
-typed method.
+:mod:`pai.core._probes`); a plugin can add hookspecs of its own through
+:meth:`CoreHookSpecs.pai_add_hookspecs` (as ``pai.sandbox`` does for sandbox providers), the way
+pytest plugins add hooks. Callers never touch ``pm.hook``: :class:`Plugins` wraps every hook in
+a typed method.
 
 Entry points are imported once, by :func:`get_plugins` (cached), never at import time. A plugin
 that fails to import is skipped and reported with its distribution and error (``pai plugins``
@@ -197,7 +197,8 @@ def _distribution_of(entry_point: importlib.metadata.EntryPoint) -> tuple[str, s
 
 
 def _normalize(name: str) -> str:
-    """A distribution or entry-point name, normalized as PEP 503 does (``Pai_Sandbox`` = ``pai-sandbox``)."""
+    """A distribution or entry-point name, normalized as PEP 503 does (``Pai_Sandbox`` is
+    ``pai-sandbox``)."""
     return re.sub(r"[-_.]+", "-", name.strip()).lower()
 
 
