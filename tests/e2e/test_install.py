@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -106,7 +107,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     concrete = [re.sub(r"(?<![\w/])~(?=/)", str(home), command) for command in commands]
     script = ["set -euo pipefail"]
     for command in concrete:
-        script += [f"printf '%s\\n' {_quote(STEP + ' ' + command)}", command]
+        script += [f"printf '%s\\n' {shlex.quote(STEP + ' ' + command)}", command]
     done = subprocess.run(
         ["bash", "-c", "\n".join(script)],
         cwd=ROOT,  # step 1 runs in the repository's root
@@ -132,10 +133,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     assert list(outputs) == concrete, "every README command ran, in order"
     project = home / "myapp"
     return Installed(home=home, project=project, venv=project / ".venv", outputs=outputs)
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 def _pai(
