@@ -5,6 +5,7 @@ cancelled mid-stream saves nothing of the partial answer."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import AsyncIterator
 
 import anyio
@@ -12,6 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from pai.core import (
+    AgentRuntime,
     AssistantMessage,
     DelegatedRunEvent,
     InMemoryStorage,
@@ -289,53 +291,103 @@ async def test_a_reader_cancelled_while_waiting_sees_the_bare_cancellation_excep
     assert list(messages) == []
 
 
-async def test_on_trio_a_streamed_run_starts_in_a_nursery_without_an_anyio_task_handle(
-    anyio_backend: str,
-) -> None:
-    # The run's task is the stream's own function, not anyio's TaskHandle wrapping it (a cost
-    # on the way to the first token; see pai/core/_task_group.py).
-    if anyio_backend != "trio":
-        pytest.skip("the nursery is trio's; on asyncio the run starts in anyio's task group")
-    import trio
+class GatedThenAnswers:
+    """A first stream that waits after its first piece (until cancelled), then plain answers."""
 
-    tasks: list[str] = []
+    def __init__(self) -> None:
+        self.gated = GatedModel()
+        self.calls = 0
+
+    async def request(self, request: ModelRequest) -> AssistantMessage:
+        raise AssertionError("streams")
+
+    async def respond(self, request: ModelRequest) -> ModelResponse:
+        return ModelResponse(AssistantMessage(content="second answer"))
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.calls += 1
+        if self.calls == 1:
+            return self.gated.stream(request)
+        return _answer("second answer")
+
+
+async def test_a_break_out_of_a_stream_leaves_the_caller_running_and_the_thread_usable() -> None:
+    # The generator is abandoned mid-run, and closed later by the event loop from another task.
+    # The caller's task is not cancelled (on asyncio, a task group inside the generator used to
+    # cancel it), the event loop does not fail (on trio it was an internal error), and the run
+    # is cancelled: nothing of it is stored and the thread takes the next message.
+    model = GatedThenAnswers()
+    async with create_test_runtime(agent=agent_with(model)) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+        async for event in thread.stream("first"):
+            assert event == TextDelta("partial ")
+            break
+        await _until_no_operation_runs(runtime, thread.id)
+        again = [event async for event in thread.stream("second")]
+        messages = await thread.messages()
+
+    assert isinstance(again[-1], RunFinished)
+    assert list(messages) == [
+        UserMessage(content="second"),
+        AssistantMessage(content="second answer"),
+    ]
+
+
+async def test_an_error_in_the_loop_body_propagates_and_cancels_the_run() -> None:
+    model = GatedThenAnswers()
+    async with create_test_runtime(agent=agent_with(model)) as runtime:  # type: ignore[arg-type]
+        thread = await runtime.admin(identity=None).create_thread()
+
+        async def read() -> None:
+            async for _ in thread.stream("first"):
+                raise LookupError("the reader's own")
+
+        with pytest.raises(LookupError, match="the reader's own"):
+            await read()
+        await _until_no_operation_runs(runtime, thread.id)
+        result = await thread.send("second")
+
+    assert result.text == "second answer"
+
+
+async def _until_no_operation_runs(runtime: AgentRuntime, thread_id: str) -> None:
+    # The event loop closes an abandoned stream in a task of its own, at a time of its choosing:
+    # there is nothing to wait on but the count of the thread's operations.
+    with anyio.fail_after(5):
+        while runtime.active_operations(thread_id):  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+
+
+run_label: contextvars.ContextVar[str] = contextvars.ContextVar("run_label", default="unset")
+
+
+async def test_the_streamed_run_sees_the_callers_context_variables() -> None:
+    seen: list[str] = []
 
     class Recording(StreamsOnly):
         def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-            tasks.append(trio.lowlevel.current_task().coro.cr_code.co_qualname)
+            seen.append(run_label.get())
             return _answer("hi")
 
     async with create_test_runtime(agent=agent_with(Recording())) as runtime:  # type: ignore[arg-type]
         thread = await runtime.admin(identity=None).create_thread()
-        seen = [event async for event in thread.stream("go")]
+        token = run_label.set("request 42")
+        try:
+            events_seen = [event async for event in thread.stream("go")]
+        finally:
+            run_label.reset(token)
 
-    assert isinstance(seen[-1], RunFinished)
-    assert tasks == ["ThreadHandle.stream.<locals>.run"]
+    assert isinstance(events_seen[-1], RunFinished)
+    assert seen == ["request 42"]
 
 
 async def test_a_closed_stream_cancels_the_run_and_the_thread_takes_the_next_message() -> None:
-    gated = GatedModel()
-    calls = 0
-
-    class ThenAnswers:
-        async def request(self, request: ModelRequest) -> AssistantMessage:
-            raise AssertionError("streams")
-
-        async def respond(self, request: ModelRequest) -> ModelResponse:
-            return ModelResponse(AssistantMessage(content="second answer"))
-
-        def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-            nonlocal calls
-            calls += 1
-            if calls == 1:
-                return gated.stream(request)
-            return _answer("second answer")
-
-    async with create_test_runtime(agent=agent_with(ThenAnswers())) as runtime:  # type: ignore[arg-type]
+    async with create_test_runtime(agent=agent_with(GatedThenAnswers())) as runtime:  # type: ignore[arg-type]
         thread = await runtime.admin(identity=None).create_thread()
         async with contextlib.aclosing(thread.stream("first")) as stream:
             async for _ in stream:
                 break
+        assert runtime.active_operations(thread.id) == 0  # closing waited for the run to end
         again = [event async for event in thread.stream("second")]
         messages = await thread.messages()
 

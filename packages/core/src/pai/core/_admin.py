@@ -11,13 +11,15 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import anyio
+
+from pai.core._detached import DetachedTask
 from pai.core._errors import InvalidThreadIdError
 from pai.core._messages import Message, ToolCall
 from pai.core._model import Usage
 from pai.core._relay import EventRelay
 from pai.core._run_events import RunEvent
 from pai.core._storage import ThreadRecord
-from pai.core._task_group import lone_cancellation, open_task_group
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +168,10 @@ class ThreadHandle:
         The thread ends up exactly as after ``send``: each step is stored when it completes.
         A run cancelled (or a stream closed) while the model is answering stores nothing of that
         partial answer: the steps completed before it stay, and the thread takes the next
-        message as usual. To stop reading early, close the stream
-        (``async with contextlib.aclosing(thread.stream(...)) as events:``), which cancels the run.
+        message as usual. Stopping early (``break``, or an error in the loop body) cancels the
+        run once the event loop closes the abandoned stream; to cancel it at once, and be sure it
+        has ended before the next line, close the stream yourself
+        (``async with contextlib.aclosing(thread.stream(...)) as events:``).
 
         Example::
 
@@ -183,26 +187,26 @@ class ThreadHandle:
         async def run() -> None:
             try:
                 await self._runs.send(self._caller, self.id, text, relay.put)
-            except Exception as error:
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as error:  # raised to the reader, never out of the task
                 failure.append(error)
             finally:
                 relay.end()
 
+        task = DetachedTask(run, name="pai streamed run")
+        ended = False
         try:
-            async with open_task_group() as tg:
-                # A fixed name: it would otherwise be built from the function on every stream.
-                tg.start_soon(run, name="pai streamed run")
-                try:
-                    async for event in relay:
-                        yield event
-                except GeneratorExit:  # the reader closed the stream: the run is cancelled
-                    tg.cancel_scope.cancel()
-                    return
-        except BaseExceptionGroup as group:
-            cancelled = lone_cancellation(group)
-            if cancelled is None:
-                raise
-            raise cancelled from None
+            async for event in relay:
+                yield event
+            ended = True
+        finally:
+            # Also when the reader stopped early and the event loop closes the stream later,
+            # from another task: the run is cancelled and has ended before this returns.
+            if not ended:
+                task.cancel()
+            with anyio.CancelScope(shield=True):
+                await task.wait()
         if failure:
             raise failure[0]
 
