@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -680,3 +681,34 @@ async def test_a_parent_cycle_in_storage_fails_the_walk_instead_of_looping() -> 
 
     with pytest.raises(StorageError, match="cycle"):
         await use(runtime, ANN, "a", "use")
+
+
+async def test_an_acquire_input_says_when_its_thread_was_stored() -> None:
+    storage = InMemoryStorage()
+    boxes = RecordingBinding(box)
+    runtime = build_runtime(command_agent(), boxes, storage=storage)
+    stored = datetime(2020, 5, 17, 9, 30, tzinfo=UTC)
+    await storage.create_thread(
+        ThreadRecord(id="old", scope_key=SCOPE, agent_name="main", created_at=stored)
+    )
+
+    await use(runtime, ANN, "old")
+
+    assert [i.thread_created_at for i in boxes.acquire_inputs] == [stored]
+
+
+async def test_a_thread_stored_again_under_its_id_is_acquired_with_its_new_creation_time() -> None:
+    storage = InMemoryStorage()
+    boxes = RecordingBinding(box)
+    runtime = build_runtime(command_agent(), boxes, storage=storage)
+    thread = runtime.admin(identity=ANN).thread("t")  # one caller: its inputs may be reused
+    times = [datetime(2020, 5, 17, tzinfo=UTC), datetime(2021, 6, 18, tzinfo=UTC)]
+    for created_at in times:
+        await storage.delete_thread("t")
+        await storage.create_thread(
+            ThreadRecord(id="t", scope_key=SCOPE, agent_name="main", created_at=created_at)
+        )
+        await thread.run_command("use", {})
+
+    # The key is the same, but the second thread is not the first.
+    assert [i.thread_created_at for i in boxes.acquire_inputs] == times

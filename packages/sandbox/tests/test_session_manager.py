@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 import anyio
 import pytest
@@ -297,3 +298,75 @@ async def test_a_first_use_waiting_on_the_key_lock_sees_the_close(
         provider.gate.set()
     assert len(failures) == 1
     assert len(provider.creates) == 1
+
+
+async def test_an_owner_older_than_the_manager_with_no_instance_is_told_it_was_lost(
+    provider: FakeProvider,
+) -> None:
+    sessions = create_sandbox_session_manager(provider=provider, seed=SEED)
+    before = sessions.started_at - timedelta(seconds=1)  # a thread of an earlier process
+    instance, lost = await sessions.resume("k", owner_created_at=before)
+    assert lost
+    assert instance is provider.live["k"]
+    assert provider.live["k"].file("/workspace/README.md") is not None
+    again, lost_again = await sessions.resume("k", owner_created_at=before)
+    assert (again, lost_again) == (instance, False)
+
+
+async def test_an_owner_older_than_the_manager_whose_instance_is_found_lost_nothing(
+    provider: FakeProvider,
+) -> None:
+    existing = await provider.create("k")  # made by an earlier process, still there
+    sessions = create_sandbox_session_manager(provider=provider, seed=SEED)
+    before = sessions.started_at - timedelta(days=1)
+    assert await sessions.resume("k", owner_created_at=before) == (existing, False)
+
+
+@pytest.mark.parametrize("owner", ["newer", "unknown"])
+async def test_a_new_or_unknown_owner_with_no_instance_starts_without_a_loss(
+    provider: FakeProvider, owner: str
+) -> None:
+    sessions = create_sandbox_session_manager(provider=provider, seed=SEED)
+    created_at = sessions.started_at + timedelta(seconds=1) if owner == "newer" else None
+    instance, lost = await sessions.resume("k", owner_created_at=created_at)
+    assert (instance, lost) == (provider.live["k"], False)
+
+
+async def test_an_owner_time_without_a_zone_is_taken_as_utc(provider: FakeProvider) -> None:
+    sessions = create_sandbox_session_manager(provider=provider)
+    before = (sessions.started_at - timedelta(hours=1)).replace(tzinfo=None)
+    _, lost = await sessions.resume("k", owner_created_at=before)
+    assert lost
+
+
+async def test_every_caller_waiting_for_the_re_creation_of_a_lost_instance_is_told(
+    provider: FakeProvider,
+) -> None:
+    sessions = create_sandbox_session_manager(provider=provider, seed=SEED)
+    before = sessions.started_at - timedelta(seconds=1)
+    provider.gate = anyio.Event()
+    callers = 20
+    got: list[tuple[SandboxInstance, bool]] = []
+    entered = 0
+    all_entered = anyio.Event()
+
+    async def resume() -> None:
+        nonlocal entered
+        entered += 1
+        if entered == callers:
+            all_entered.set()
+        got.append(await sessions.handle("k", owner_created_at=before).resume())
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(callers):
+            tg.start_soon(resume)
+        await all_entered.wait()
+        await provider.wait_for_creates(1)
+        provider.gate.set()
+
+    assert provider.creates == ["k"]
+    assert got == [(provider.live["k"], True)] * callers
+    assert await sessions.handle("k", owner_created_at=before).resume() == (
+        provider.live["k"],
+        False,
+    )

@@ -114,7 +114,14 @@ class Acquisition:
         # when those are the same (the next tool call of a run, the next command of a handle).
         # Custom scopes are functions the runtime does not assume pure: asked every time.
         last = plan.last
-        if last is not None and last[0] is caller and last[1] == thread.id and last[2] == root_id:
+        if (
+            last is not None
+            and last[0] is caller
+            and last[1] == thread.id
+            and last[2] == root_id
+            # A thread deleted and stored again under its id is another thread.
+            and last[3][0].thread_created_at == thread.created_at
+        ):
             return last[3]
         inputs = tuple(
             self._input(binding, cap_id, thread, root_id, caller) for cap_id, binding in plan.steps
@@ -161,6 +168,7 @@ class Acquisition:
             scope_key=caller.scope_key,
             user_key=caller.user_key,
             identity=caller.identity,
+            thread_created_at=thread.created_at,
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Generic, Literal, TypeAlias, TypeVar, final
 
 from pai.core._awaitables import maybe_await
@@ -27,6 +28,10 @@ class AcquireInput:
     in one thread may be handed the same object (built-in scopes; a custom scope is asked each
     time). ``root_thread_id`` is resolved only for ``"rootThread"`` and custom
     scopes (the walk up ``parent_thread_id`` runs only for those); it is ``None`` otherwise.
+    ``thread_created_at`` is when the operation's thread was stored (``None`` when no stored
+    thread is behind the call): a binding whose instances can be lost while no process holds
+    them (an instance kept in memory, one removed when idle) compares it with when it started,
+    to tell a thread it has not seen yet from one whose instance it had before.
     """
 
     key: str
@@ -37,6 +42,7 @@ class AcquireInput:
     scope_key: str
     user_key: str | None
     identity: object
+    thread_created_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

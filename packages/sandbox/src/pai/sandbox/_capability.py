@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from pai.core import (
     AcquireInput,
@@ -64,17 +65,22 @@ class SandboxService:
             close=self.sessions.aclose,
         )
 
-    def sandbox_for_key(self, key: str) -> Sandbox:
-        """The facade for an instance key (lazy: nothing is provisioned until it is used)."""
+    def sandbox_for_key(self, key: str, *, owner_created_at: datetime | None = None) -> Sandbox:
+        """The facade for an instance key (lazy: nothing is provisioned until it is used).
+
+        ``owner_created_at``: when the thread owning the key was created; when that was before
+        this service started and the provider finds no instance, the first result says
+        ``environment_reset=True`` (see :meth:`SandboxSessionManager.resume`).
+        """
         return Sandbox(
-            self.sessions.handle(key),
+            self.sessions.handle(key, owner_created_at=owner_created_at),
             default_timeout=self._default_timeout,
             output_limit=self._output_limit,
             read_limit=self._read_limit,
         )
 
     def _acquire(self, input: AcquireInput) -> Sandbox:
-        return self.sandbox_for_key(input.key)
+        return self.sandbox_for_key(input.key, owner_created_at=input.thread_created_at)
 
     async def _dispose(self, input: DisposeInput) -> None:
         await self.sessions.dispose(input.key)

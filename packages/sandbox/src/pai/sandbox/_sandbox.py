@@ -188,7 +188,9 @@ class Sandbox:
     ``/workspace``; output is decoded as UTF-8 (with replacement) and capped; a non-zero exit is a
     result; and when the instance behind it has vanished (expired, removed, crashed), the next
     operation re-creates it, re-applies the seed files, retries once, and says so
-    (``CommandResult.environment_reset``, :attr:`environment_resets`).
+    (``CommandResult.environment_reset``, :attr:`environment_resets`). So does the first
+    operation of a thread older than this process's session whose instance the provider cannot
+    find (gone with the process that held it, or removed meanwhile).
 
     Make one with :func:`create_sandbox`, or receive one at ``ctx.capabilities.sandbox``.
 
@@ -233,9 +235,11 @@ class Sandbox:
     async def _with_instance(
         self, operation: Callable[[SandboxInstance], Awaitable[T]]
     ) -> tuple[T, bool]:
-        instance = await self._handle.instance()
+        instance, recreated = await self._handle.resume()
+        if recreated:
+            self.environment_resets += 1
         try:
-            return await operation(instance), False
+            return await operation(instance), recreated
         except SandboxVanishedError:
             instance = await self._handle.replace(instance)
             self.environment_resets += 1

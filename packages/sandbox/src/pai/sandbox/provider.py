@@ -41,7 +41,9 @@ Provider:
   one exists for ``key`` already, ``create`` replaces it.
 - ``find(key)`` returns the live instance for ``key`` or ``None``. Compare keys exactly; never parse
   them. Where the backend keeps state outside this process (``features.cross_process``), a fresh
-  provider object in another process finds instances created by this one.
+  provider object in another process finds instances created by this one. ``None`` for the key
+  of a thread older than the session asking is reported to that thread as a reset (its earlier
+  instance, if it had one, is gone), so ``find`` never makes up an instance it does not have.
 - ``destroy(key)`` removes the instance and its state; destroying a missing key does nothing.
 - ``list_instances()`` lists what this provider (its namespace) owns, with key and creation time.
 - ``aclose()`` releases local resources (clients, threads). It never destroys instances.

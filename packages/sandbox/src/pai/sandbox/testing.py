@@ -37,6 +37,7 @@ import time
 import tracemalloc
 import uuid
 from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -191,11 +192,16 @@ class SandboxProviderConformance:
         output_limit: int = 1024 * 1024,
         read_limit: int = DEFAULT_READ_LIMIT,
         default_timeout: float | None = 60,
+        owner_created_at: datetime | None = None,
     ) -> Sandbox:
-        """A facade over ``provider`` for a fresh key (or ``key``), with these options."""
+        """A facade over ``provider`` for a fresh key (or ``key``), with these options, in a
+        session of its own (as a new process would have); ``owner_created_at`` is when the
+        key's thread was created."""
         manager = SandboxSessionManager(provider, seed=seed)
         return Sandbox(
-            manager.handle(key if key is not None else self.new_key()),
+            manager.handle(
+                key if key is not None else self.new_key(), owner_created_at=owner_created_at
+            ),
             default_timeout=default_timeout,
             output_limit=output_limit,
             read_limit=read_limit,
@@ -1055,6 +1061,55 @@ class SandboxProviderConformance:
         await self.remove_behind_our_back(provider, sandbox.key)
         assert await sandbox.read_text("seed.txt") == "seed"
         assert sandbox.environment_resets == 1
+
+    async def test_a_thread_older_than_the_session_whose_instance_is_gone_is_told_so(
+        self, provider: SandboxProvider
+    ) -> None:
+        # A thread made and used in an earlier session (another process, as far as the provider
+        # can tell), whose instance went meanwhile: the first result of the next session says so.
+        thread_created_at = datetime.now(UTC)
+        seed = [SeedFile("/workspace/seed.txt", "seed\n")]
+        earlier = self.sandbox(provider, seed=seed)
+        await earlier.write_file("scratch.txt", "lost with the instance")
+        await self.remove_behind_our_back(provider, earlier.key)
+        later = self.sandbox(
+            provider, key=earlier.key, seed=seed, owner_created_at=thread_created_at
+        )
+        result = await later.run_command("cat seed.txt; ls")
+        assert result.environment_reset
+        assert result.stdout.startswith("seed\n")
+        assert "scratch.txt" not in result.stdout
+        assert later.environment_resets == 1
+        assert not (await later.run_command("true")).environment_reset
+
+    async def test_a_thread_older_than_the_session_gets_its_instance_back_as_it_was(
+        self, provider: SandboxProvider
+    ) -> None:
+        thread_created_at = datetime.now(UTC)
+        earlier = self.sandbox(provider)
+        await earlier.write_file("kept.txt", "kept")
+        # Another process where the backend allows it; else this one, in a new session.
+        other = self.create_provider() if provider.features.cross_process else provider
+        try:
+            later = self.sandbox(other, key=earlier.key, owner_created_at=thread_created_at)
+            result = await later.run_command("cat kept.txt")
+            assert (result.stdout, result.environment_reset) == ("kept", False)
+            assert later.environment_resets == 0
+        finally:
+            if other is not provider:
+                await other.aclose()
+
+    async def test_a_thread_newer_than_the_session_starts_without_a_reset(
+        self, provider: SandboxProvider
+    ) -> None:
+        manager = SandboxSessionManager(provider)
+        sandbox = Sandbox(
+            manager.handle(self.new_key(), owner_created_at=datetime.now(UTC)),
+            default_timeout=60,
+        )
+        result = await sandbox.run_command("true")
+        assert (result.exit_code, result.environment_reset) == (0, False)
+        assert sandbox.environment_resets == 0
 
     async def test_find_by_key_from_a_fresh_provider_object(
         self, provider: SandboxProvider
