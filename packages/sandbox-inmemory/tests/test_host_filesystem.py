@@ -72,7 +72,7 @@ async def test_writing_below_a_file_fails_and_leaves_the_file(
 ) -> None:
     result = await run(instance, "echo x > f; echo y > f/g")
     assert result.exit_code != 0
-    assert b"not a directory" in result.stderr
+    assert b"not a directory" in result.stderr.lower()
     assert await instance.read_file("/workspace/f", max_bytes=10) == b"x\n"
     assert not await instance.exists("/workspace/f/g")
 

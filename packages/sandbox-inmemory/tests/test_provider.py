@@ -142,7 +142,7 @@ async def test_no_host_filesystem_or_network(
     secret = tmp_path / "secret.txt"
     secret.write_text("host data\n")
     instance = await provider.create("k")
-    assert (await run(instance, "ls /")).stdout == b"bin\nhome\ntmp\nusr\nworkspace\n"
+    assert (await run(instance, "ls /")).stdout == b"bin\ndev\nhome\ntmp\nusr\nworkspace\n"
     host_read = await run(instance, f"cat {secret}")
     assert host_read.exit_code != 0
     assert b"host data" not in host_read.stdout

@@ -26,6 +26,15 @@ Fixes applied to just-bash 0.2.1 in the worker (:func:`patch_just_bash`):
 - ``printf '%(fmt)T'`` put the shell's ``TZ`` into the worker's process environment and called
   ``time.tzset()``, so glibc opened any host file ``TZ`` named; it now computes the time in the
   zone ``_zones.zone_for`` reads (zone files come from the sandbox's filesystem).
+- ``ls``, ``stat``, ``touch``, ``date``, ``paste``, ``xargs``, ``cp -p``, ``head -c`` of
+  ``/dev/zero`` and the missing ``uname``, ``id``, ``mktemp`` behave as GNU coreutils'
+  (``_coreutils``); a command the shell lacks fails naming the in-memory sandbox.
+- ``sh``/``bash``, script files run as commands, ``source``, ``exit`` and ``exec`` run scripts as
+  bash does, in a new shell where bash starts one (``_scripts``).
+- Subshells, ``trap``, jobs, ``kill``, ``wait``, fatal and line-ending errors, ``set -e``'s
+  exceptions and 64-bit arithmetic behave as bash's (``_semantics``).
+- ``awk``, ``sed`` and ``grep`` are replaced, and ``jq`` wrapped, to behave as gawk, GNU sed,
+  GNU grep and jq 1.6 (``_texttools``); the awk loop limit below applies to the new awk.
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ from typing import Any
 from just_bash.commands import create_command_registry
 from just_bash.types import Command, CommandContext, ExecResult
 
-from pai.sandbox_inmemory import _zones
+from pai.sandbox_inmemory import _coreutils, _scripts, _semantics, _texttools, _zones
 from pai.sandbox_inmemory._shell import BinaryText, decode, names_the_bytes
 
 __all__ = [
@@ -63,48 +72,57 @@ _ENV = (
     "`LC_ALL=C`) and never shown"
 )
 
+_NEW_SHELL = (
+    "runs a script (`-c`, a sandbox file or stdin) in a new in-memory shell of the same "
+    "commands over the same sandbox filesystem (`_scripts`)"
+)
+
 COMMAND_AUDIT: dict[str, str] = {
     "alias": _INFO,
     "argv.py": "prints its arguments (a just-bash test helper); no I/O",
-    "awk": _TEXT + " (just-bash's own awk interpreter; no `system()`, no pipes to programs)",
+    "awk": "pure text processing of its arguments, stdin and sandbox files (replaced, `_awk`); "
+    "`system()` and pipes to and from commands run command lines in the same in-memory shell",
     "base64": _TEXT,
     "basename": _TEXT,
-    "bash": _SHELL,
+    "bash": _NEW_SHELL,
     "cat": _FS,
     "chmod": _FS + "; modes are metadata of the in-memory entries",
     "clear": _INFO,
     "column": _TEXT,
     "comm": _TEXT,
-    "cp": _FS,
+    "cp": _FS + "; `-p`/`-a` set the copies' modes and times from the sources",
     "cut": _TEXT,
-    "date": "formats the host clock's time; reads no files",
+    "date": "formats the host clock's time (or a `-d` date) in the shell's `TZ`, read in Python "
+    "(zone files from the sandbox's filesystem), never through the C library",
     "diff": _TEXT,
     "dirname": _TEXT,
     "du": _FS,
     "echo": _INFO,
-    "egrep": _TEXT,
+    "egrep": _TEXT + " (replaced, `_grep`)",
     "env": _ENV + "; runs a command line in the same shell",
     "expand": _TEXT,
     "expr": _TEXT,
     "false": _INFO,
-    "fgrep": _TEXT,
+    "fgrep": _TEXT + " (replaced, `_grep`)",
     "file": _FS + "; guesses types from content, no magic database",
     "find": _FS + "; `-exec` runs in the same shell",
     "fold": _TEXT,
-    "grep": _TEXT,
+    "grep": _TEXT + " (replaced, `_grep`)",
     "gunzip": _FS + "; `gzip` module on in-memory bytes",
     "gzip": _FS + "; `gzip` module on in-memory bytes (`-c` and stdin: replaced, byte-exact)",
-    "head": _TEXT,
+    "head": _TEXT + "; `-c N /dev/zero` gives N zero bytes",
+    "id": "prints the sandbox's fixed identity (`user`, uid and gid 1000); no host lookup",
     "help": _INFO,
     "history": _INFO,
-    "hostname": "prints a fixed name (`localhost`); no host lookup",
+    "hostname": "prints the instance's name (a hash of its key); no host lookup",
     "html-to-markdown": _TEXT + " (markdownify on strings; no fetching)",
     "join": _TEXT,
-    "jq": _TEXT + " (just-bash's own jq interpreter)",
+    "jq": _TEXT + " (just-bash's own jq interpreter, with jq's options and output, `_jq`)",
     "ln": _FS + "; links are entries of the in-memory filesystem, resolved inside it",
-    "ls": _FS,
+    "ls": _FS + "; owners are the sandbox's fixed identity",
     "md5sum": _TEXT,
     "mkdir": _FS,
+    "mktemp": _FS + "; random names from Python's `secrets`",
     "mv": _FS,
     "nl": _TEXT,
     "od": _TEXT,
@@ -117,13 +135,14 @@ COMMAND_AUDIT: dict[str, str] = {
     "pwd": _INFO,
     "read": _TEXT,
     "readlink": _FS,
+    "realpath": _FS + "; links resolved inside the in-memory filesystem",
     "rev": _TEXT,
     "rg": _TEXT,
     "rm": _FS,
     "rmdir": _FS,
-    "sed": _TEXT + "; `r`/`w` commands use sandbox files",
+    "sed": _TEXT + " (replaced, `_sed`); `r`/`w` commands use sandbox files; `e` is refused",
     "seq": _INFO + " (replaced: no silent 100,000-number cap)",
-    "sh": _SHELL,
+    "sh": _NEW_SHELL,
     "sha1sum": _TEXT,
     "sha256sum": _TEXT,
     "shuf": _TEXT,
@@ -135,7 +154,7 @@ COMMAND_AUDIT: dict[str, str] = {
         "written back (`serialize`); ATTACH/DETACH/VACUUM INTO, load_extension and temp-store "
         "pragmas denied by an authorizer; dot-commands refused"
     ),
-    "stat": _FS,
+    "stat": _FS + "; owners are the sandbox's fixed identity",
     "strings": _TEXT,
     "tac": _TEXT,
     "tail": _TEXT,
@@ -148,13 +167,14 @@ COMMAND_AUDIT: dict[str, str] = {
     "tree": _FS,
     "true": _INFO,
     "unalias": _INFO,
+    "uname": "prints a fixed Linux identity and the instance's name; no host lookup",
     "unexpand": _TEXT,
     "uniq": _TEXT,
     "wc": _TEXT,
     "which": _FS + " (looks in the sandbox's `/bin`, `/usr/bin`)",
-    "whoami": "prints a fixed name (`user`)",
+    "whoami": "prints the sandbox's fixed user name (`user`); no host lookup",
     "xan": _TEXT + " (CSV)",
-    "xargs": _SHELL,
+    "xargs": _SHELL + "; input read as GNU xargs reads it",
     "yq": _TEXT + " (YAML/JSON/XML/INI parsed from strings; XML entities are not fetched)",
     "zcat": _FS + "; `gzip` module on in-memory bytes",
 }
@@ -555,6 +575,13 @@ def command_registry(wrap: Callable[[Command], Command]) -> dict[str, Command]:
     commands["sqlite3"] = _Sqlite3()
     commands["gzip"] = _GzipToStdout(commands["gzip"])
     commands["printf"] = _WithFs(commands["printf"])
+    _coreutils.replaced_commands(commands)
+    commands.update(_scripts.shell_commands())
+    commands.update(
+        _texttools.text_commands(
+            commands, awk_loop_limit=lambda: AWK_LOOP_LIMIT[0], awk_limit_error=AwkLoopLimitError
+        )
+    )
     unaudited = sorted(set(commands) - set(COMMAND_AUDIT))
     if unaudited:
         raise UnauditedCommandError(
@@ -840,6 +867,10 @@ def patch_just_bash(memory_message: str = "out of memory") -> None:
     _zoned_printf(printf_module)
     expansion.eval = _arith_eval  # pyright: ignore[reportAttributeAccessIssue]
     _awk_loops(awk_module)
+    _coreutils.patch_interpreter()
+    _scripts.patch_scripts()
+    _texttools.patch_query_engine()  # jq's semantics for jq, yq and xan alike, from the start
+    _semantics.patch_semantics()  # after _scripts: its wrappers go around those
     from just_bash.commands.base64 import base64 as base64_module
     from just_bash.commands.compression import compression as compression_module
     from just_bash.commands.jq import jq as jq_module

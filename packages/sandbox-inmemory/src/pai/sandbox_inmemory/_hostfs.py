@@ -27,6 +27,7 @@ from just_bash.fs.in_memory_fs import (
     SymlinkEntry,
 )
 
+from pai.sandbox_inmemory._coreutils import DEVICES
 from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError
 
 __all__ = ["ENTRY_OVERHEAD", "PATH_MAX", "HostFs", "drive", "serve_frame"]
@@ -53,6 +54,11 @@ MAX_WALK = 2 * PATH_MAX
 characters has at most half as many). Forty links whose targets are each a deep folder would
 otherwise make one request walk 80,000 components, about 0.2 s of this process's time; past
 this bound the resolution fails with ``ELOOP`` instead (a few milliseconds at most)."""
+
+
+_ZERO_READ = (
+    "/dev/zero has no end and the in-memory shell reads files whole; use head -c N /dev/zero"
+)
 
 
 def _loop_error(path: str, operation: str) -> OSError:
@@ -91,6 +97,9 @@ class _Entries(dict[str, FsEntry]):
         its own size, not the size of the whole filesystem."""
         self.links = 0
         """How many entries are symbolic links: with none, a path resolves to itself."""
+        self.stamping = True
+        """Whether adding or removing an entry sets its folder's modification time (a rename
+        moves entries without changing the folders inside what it moves)."""
         for path, entry in entries:
             self[path] = entry
 
@@ -109,6 +118,8 @@ class _Entries(dict[str, FsEntry]):
         if old is None and path != "/":
             parent, _, name = path.rpartition("/")
             self.children.setdefault(parent or "/", set()).add(name)
+            if self.stamping:
+                self.touch(parent or "/", entry.mtime)
 
     def __delitem__(self, path: str) -> None:
         entry = self[path]
@@ -123,6 +134,15 @@ class _Entries(dict[str, FsEntry]):
                 names.discard(name)
                 if not names:
                     del self.children[parent or "/"]
+            if self.stamping:
+                self.touch(parent or "/")
+
+    def touch(self, folder: str, when: float | None = None) -> None:
+        # A folder's modification time is when an entry was last added to it (the new entry's
+        # own time, as the kernel stamps both at once) or removed.
+        entry = self.get(folder)
+        if entry is not None and entry.type == "directory":
+            entry.mtime = time.time() if when is None else when
 
     def pop(self, path: str, *default: Any) -> Any:  # dict's own signature
         if path in self:
@@ -153,9 +173,14 @@ class HostFs(InMemoryFs):
         super().__init__()
         self._entries = _Entries(budget, self._data.items())
         self._data = self._entries
+        self._data["/dev"] = DirectoryEntry()
+        for device in DEVICES:
+            self._data[device] = FileEntry(mode=0o666)
 
     async def append_file(self, path: str, content: str | bytes, encoding: str = "utf-8") -> None:
         normalized = self._normalize_path(path)
+        if normalized in DEVICES:
+            return
         entry = self._data.get(normalized)
         if isinstance(entry, FileEntry):
             data = content.encode(encoding) if isinstance(content, str) else bytes(content)
@@ -257,10 +282,18 @@ class HostFs(InMemoryFs):
             self._data[folder] = DirectoryEntry()
 
     def _write_file_sync(self, path: str, content: str | bytes, encoding: str = "utf-8") -> None:
-        existing = self._data.get(self._normalize_path(path))
+        normalized = self._normalize_path(path)
+        if normalized in DEVICES:
+            return
+        existing = self._data.get(normalized)
         if existing is not None and existing.type == "directory":
             raise IsADirectoryError(f"EISDIR: illegal operation on a directory, write '{path}'")
         super()._write_file_sync(path, content, encoding)
+        if isinstance(existing, FileEntry) and existing.mode != 0o644:
+            # Rewriting a file keeps its mode, as writing through open(O_TRUNC) does.
+            written = self._data[normalized]
+            assert isinstance(written, FileEntry)
+            written.mode = existing.mode
 
     def _mkdir_sync(self, path: str, recursive: bool = False) -> None:
         normalized = self._normalize_path(path)
@@ -322,6 +355,8 @@ class HostFs(InMemoryFs):
             raise FileNotFoundError(f"ENOENT: no such file or directory, rm '{path}'")
         if normalized == "/":
             raise PermissionError(f"EPERM: operation not permitted, rm '{path}'")
+        if normalized == "/dev" or normalized in DEVICES:
+            raise PermissionError("Permission denied")
         if entry.type == "directory" and normalized in self._entries.children:
             if not recursive:
                 raise OSError(errno.ENOTEMPTY, f"ENOTEMPTY: directory not empty, rm '{path}'")
@@ -358,7 +393,7 @@ class HostFs(InMemoryFs):
             existing = self._data.get(target)
             if isinstance(item, DirectoryEntry):
                 if existing is None:
-                    self._data[target] = DirectoryEntry()
+                    self._data[target] = DirectoryEntry(mode=item.mode)
                 elif existing.type != "directory":
                     raise FileExistsError(f"EEXIST: file already exists, mkdir '{target}'")
                 continue
@@ -379,6 +414,8 @@ class HostFs(InMemoryFs):
             raise FileNotFoundError(f"ENOENT: no such file or directory, mv '{src}'")
         if destination == source:
             return
+        if {source, destination} & {"/dev", *DEVICES}:
+            raise PermissionError("Permission denied")
         if entry.type == "directory" and self._into_itself(source, destination):
             raise OSError(
                 errno.EINVAL, f"EINVAL: cannot move a directory, '{src}', into itself, '{dest}'"
@@ -397,24 +434,30 @@ class HostFs(InMemoryFs):
         self._ensure_parent_dirs(destination)
         moved = [(p, self._data[p]) for p in self._subtree(source)]
         replaced = existing
-        if replaced is not None:
-            del self._data[destination]
-        for path, _ in reversed(moved):
-            del self._data[path]
-        done: list[str] = []
+        self._entries.stamping = False
         try:
-            for path, item in moved:
-                target = destination + path[len(source) :]
-                self._data[target] = item
-                done.append(target)
-        except SandboxMemoryBudgetError:  # longer paths over the budget: put everything back
-            for target in reversed(done):
-                del self._data[target]
-            for path, item in moved:
-                self._data[path] = item
             if replaced is not None:
-                self._data[destination] = replaced
-            raise
+                del self._data[destination]
+            for path, _ in reversed(moved):
+                del self._data[path]
+            done: list[str] = []
+            try:
+                for path, item in moved:
+                    target = destination + path[len(source) :]
+                    self._data[target] = item
+                    done.append(target)
+            except SandboxMemoryBudgetError:  # longer paths over the budget: put all back
+                for target in reversed(done):
+                    del self._data[target]
+                for path, item in moved:
+                    self._data[path] = item
+                if replaced is not None:
+                    self._data[destination] = replaced
+                raise
+        finally:
+            self._entries.stamping = True
+        for folder in {self._dirname(source), self._dirname(destination)}:
+            self._entries.touch(folder)
 
     @property
     def entry_count(self) -> int:
@@ -435,6 +478,8 @@ class HostFs(InMemoryFs):
         """The bytes of the file at ``path`` (symlinks followed), without a copy to keep: a
         file grown in place becomes immutable bytes again (a concurrent append then starts a
         new buffer instead of changing what is being sent)."""
+        if self._resolve_path_with_symlinks(path) == "/dev/zero":
+            raise OSError(_ZERO_READ)
         content = drive(self.read_file_bytes(path))
         if isinstance(content, bytearray):
             entry = self._data[self._resolve_path_with_symlinks(path)]
@@ -518,16 +563,29 @@ def _read(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes
     return None, fs.content_of(_str(args, 0))
 
 
+def _in_a_folder(fs: HostFs, path: str) -> str:
+    """``path``, once its folder is known to exist: a command's write never creates folders
+    (just-bash's write_file does, so ``echo x > missing/f`` made ``missing``); the file API's
+    writes, which do, are not served here."""
+    folder = fs._data.get(fs._resolve_path_with_symlinks(fs._dirname(path)))  # pyright: ignore[reportPrivateUsage]
+    if folder is None:
+        raise FileNotFoundError("No such file or directory")
+    if folder.type != "directory":
+        raise NotADirectoryError("Not a directory")
+    return path
+
+
 def _write(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
     # Writing through a symlink writes its target (just-bash's write_file replaces the link).
-    drive(fs.write_file(fs._resolve_path_with_symlinks(_str(args, 0)), payload))  # pyright: ignore[reportPrivateUsage]
+    path = fs._resolve_path_with_symlinks(_str(args, 0))  # pyright: ignore[reportPrivateUsage]
+    drive(fs.write_file(_in_a_folder(fs, path), payload))
     return None, b""
 
 
 def _append(fs: HostFs, args: list[object], payload: bytes) -> tuple[object, bytes]:
     # just-bash's append_file does not follow a symlink at the last component; a shell does.
     path = drive(fs.realpath(_str(args, 0)))
-    drive(fs.append_file(path, payload))
+    drive(fs.append_file(_in_a_folder(fs, path), payload))
     return None, b""
 
 

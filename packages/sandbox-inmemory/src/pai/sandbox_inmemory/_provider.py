@@ -31,6 +31,7 @@ from pai.sandbox import (
     SandboxVanishedError,
 )
 from pai.sandbox_inmemory import _files
+from pai.sandbox_inmemory._coreutils import instance_hostname
 from pai.sandbox_inmemory._errors import budget_message
 from pai.sandbox_inmemory._hostfs import HostFs, drive, serve_frame
 from pai.sandbox_inmemory._isolation import Isolation, expected_isolation
@@ -329,6 +330,7 @@ class InMemorySandboxInstance:
                 "stdin": stdin is not None,
                 "limits": runtime.limits_document,
                 "output_limit": output_limit,
+                "hostname": instance_hostname(state.key),
             },
             stdin or b"",
         )
@@ -473,7 +475,9 @@ class InMemorySandboxProvider:
     waits on a command. Works the same under asyncio and trio.
 
     Instances vanish with the process (``cross_process=False``, ``durable=False``); ``aclose``
-    stops the workers but keeps the instances, so a later call starts workers again.
+    stops the workers but keeps the instances, so a later call starts workers again. A thread
+    used again from a new process finds no instance here: the session manager re-creates it
+    with the seed files and its first result says ``environment_reset=True``.
 
     Example::
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import inspect
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import CodeType
@@ -31,6 +30,9 @@ from just_bash.interpreter.interpreter import Interpreter
 from just_bash.types import Command, FsStat
 
 from pai.sandbox_inmemory._protocol import HEADER, decode_body, encode_head
+from pai.sandbox_inmemory._scripts import SUBSCRIPT_MESSAGE as _SUBSCRIPT_MESSAGE
+from pai.sandbox_inmemory._scripts import SUBSCRIPT_SUBSTITUTION as _SUBSCRIPT_SUBSTITUTION
+from pai.sandbox_inmemory._scripts import run_command_line
 
 __all__ = [
     "EXIT_INTERPRETER_ERROR",
@@ -284,19 +286,6 @@ class RemoteFs(InMemoryFs):
 
 # -- running a script -----------------------------------------------------------------------------
 
-# just-bash 0.2.1 evaluates "$(...)" and "$((...))" inside an array subscript (``${a[$(cmd)]}``,
-# ``a[$((i+1))]=x``) through ``nest_asyncio`` and a thread of its own, and gets the arithmetic
-# form wrong. Refuse it with a clear message.
-_SUBSCRIPT_SUBSTITUTION = re.compile(
-    r"(?:\$\{[#!]?|(?:^|(?<=[\s;&|(){}]))[A-Za-z_])[A-Za-z0-9_]*\[[^\]\n]*\$\("
-)
-
-_SUBSCRIPT_MESSAGE = (
-    "pai-sandbox-inmemory: $(...) and $((...)) inside an array subscript are not supported by "
-    "the in-memory shell; compute the index into a variable first, e.g. i=$((n+1)); "
-    'echo "${a[$i]}"\n'
-)
-
 
 @dataclass(frozen=True, slots=True)
 class ScriptResult:
@@ -343,7 +332,7 @@ async def run_script(
         # the data, and ``read`` consumes it line by line.
         bash._interpreter.state.group_stdin = decode(stdin)  # pyright: ignore[reportPrivateUsage]
     try:
-        result = await bash.exec(script)
+        result = await run_command_line(bash._interpreter, script)  # pyright: ignore[reportPrivateUsage]
     except MemoryError:
         return ScriptResult("", memory_message, EXIT_OUT_OF_MEMORY, out_of_memory=True)
     except ExecutionLimitError as error:

@@ -332,7 +332,7 @@ def main() -> None:
     from just_bash import ExecutionLimits
     from just_bash.types import Command, CommandContext, ExecResult
 
-    from pai.sandbox_inmemory import _commands, _shell
+    from pai.sandbox_inmemory import _commands, _coreutils, _shell
 
     class _Binary:
         """A command whose stdin encodes back to the bytes it stands for."""
@@ -376,6 +376,7 @@ def main() -> None:
         limit = int(spec["output_limit"])
         limits = ExecutionLimits(**spec["limits"])
         _commands.AWK_LOOP_LIMIT[0] = limits.max_awk_iterations
+        hostname = _coreutils.use_hostname(spec.get("hostname"))
         try:
             result = loop.run_until_complete(
                 _shell.run_script(
@@ -384,7 +385,7 @@ def main() -> None:
                     limits,
                     str(spec["script"]),
                     cwd=str(spec["cwd"]),
-                    env={str(k): str(v) for k, v in dict(spec["env"]).items()},
+                    env={"HOSTNAME": hostname, **{str(k): str(v) for k, v in spec["env"].items()}},
                     stdin=payload if spec["stdin"] else None,
                     memory_message=memory_message,
                 )

@@ -1,0 +1,47 @@
+"""``awk``, ``sed``, ``grep`` and ``jq`` as GNU awk, GNU sed, GNU grep and jq 1.6 behave.
+
+just-bash 0.2.1's versions of these commands are where scripts written for a real shell went
+wrong most often, and silently (an awk condition that never matched, a sed block flattened, a
+grep ``-r`` path made absolute, a jq ``@csv`` of ``True``). :func:`text_commands` gives the
+provider's replacements: awk (``_awk``), sed (``_sed``) and grep (``_grep``) are written anew
+against the GNU tools; jq (``_jq``) keeps just-bash's filter interpreter, with jq's command line
+and output and fixes inside the interpreter. They share POSIX regular expressions (``_posix``).
+Each was checked, case by case, against the GNU tool; a feature one lacks fails with exit code 2
+and a message naming the in-memory provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from just_bash.types import Command
+
+from pai.sandbox_inmemory._awk import Awk
+from pai.sandbox_inmemory._grep import Grep
+from pai.sandbox_inmemory._jq import Jq, patch_query_engine
+from pai.sandbox_inmemory._sed import Sed
+
+__all__ = ["patch_query_engine", "text_commands"]
+
+
+# -- the registry ----------------------------------------------------------------------------------------
+
+
+def text_commands(
+    commands: dict[str, Command],
+    *,
+    awk_loop_limit: Callable[[], int],
+    awk_limit_error: Callable[[str], Exception],
+) -> dict[str, Command]:
+    """The replacements for ``commands``' awk, sed, grep, egrep, fgrep and jq.
+
+    ``awk_loop_limit`` gives the iterations an awk loop may run (read when a command starts);
+    past it, the loop raises ``awk_limit_error(message)``."""
+    return {
+        "jq": Jq(commands["jq"]),
+        "awk": Awk(awk_loop_limit, awk_limit_error),
+        "sed": Sed(),
+        "grep": Grep(),
+        "egrep": Grep("egrep", "E"),
+        "fgrep": Grep("fgrep", "F"),
+    }
