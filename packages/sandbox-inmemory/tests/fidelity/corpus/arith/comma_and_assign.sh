@@ -1,0 +1,2 @@
+echo $((a = 2, b = a * 3, a + b))
+echo "$a $b"

@@ -1,0 +1,5 @@
+declare -i n=5
+n=n+3
+echo "$n"
+n+=2
+echo "$n"

@@ -1,0 +1,2 @@
+echo $((1 / 0))
+echo after

@@ -1,0 +1,5 @@
+a=("a b" "c")
+for x in "${a[@]}"; do
+  echo "<$x>"
+done
+echo "${#a[@]}"

@@ -1,0 +1,1 @@
+echo 'a:b:c' | awk -F: '{print $2, NF}'

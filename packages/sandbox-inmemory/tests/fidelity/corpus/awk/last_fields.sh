@@ -1,0 +1,1 @@
+echo 'a b c' | awk '{print $NF, $(NF - 1)}'

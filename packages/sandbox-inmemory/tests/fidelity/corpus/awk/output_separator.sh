@@ -1,0 +1,1 @@
+echo 'a b c' | awk 'BEGIN {OFS = "-"} {$1 = $1; print}'

@@ -1,0 +1,1 @@
+awk 'BEGIN {print 2^10, 3^2^2}'

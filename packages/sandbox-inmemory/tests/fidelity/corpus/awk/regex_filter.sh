@@ -1,0 +1,1 @@
+printf 'apple\nbanana\ncherry\n' | awk '/an/ {print NR ": " $0}'

@@ -1,0 +1,1 @@
+echo 'a,b,c' | awk '{n = split($0, p, ","); print n, p[3]}'

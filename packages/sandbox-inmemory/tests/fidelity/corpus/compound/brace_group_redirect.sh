@@ -1,0 +1,5 @@
+{
+  echo first
+  echo second
+} > out.txt
+cat out.txt

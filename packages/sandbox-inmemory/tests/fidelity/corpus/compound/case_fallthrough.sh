@@ -1,0 +1,6 @@
+x=a
+case $x in
+  a) echo one ;&
+  b) echo two ;;
+  c) echo three ;;
+esac

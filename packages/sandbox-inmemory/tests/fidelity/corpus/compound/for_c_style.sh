@@ -1,0 +1,3 @@
+for ((i = 0; i < 3; i++)); do
+  echo "i=$i"
+done

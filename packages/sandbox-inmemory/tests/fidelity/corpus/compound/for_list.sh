@@ -1,0 +1,3 @@
+for f in alpha beta gamma; do
+  echo "item: $f"
+done

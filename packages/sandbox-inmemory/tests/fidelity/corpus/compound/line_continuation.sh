@@ -1,0 +1,3 @@
+echo one \
+  two \
+  three

@@ -1,0 +1,5 @@
+true &&
+  echo yes ||
+  echo no
+false ||
+  echo fallback

@@ -1,0 +1,3 @@
+echo abc |
+  tr a-z A-Z |
+  rev

@@ -1,0 +1,6 @@
+mkdir sub
+(
+  cd sub || exit 1
+  pwd
+)
+pwd

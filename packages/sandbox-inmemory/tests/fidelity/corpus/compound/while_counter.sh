@@ -1,0 +1,6 @@
+i=0
+while [ $i -lt 3 ]
+do
+  echo "loop $i"
+  i=$((i + 1))
+done

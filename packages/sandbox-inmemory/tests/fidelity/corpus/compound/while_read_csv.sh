@@ -1,0 +1,3 @@
+while IFS=, read -r name count; do
+  echo "$name has $count"
+done < data.csv

@@ -1,0 +1,3 @@
+printf hello | base64
+echo aGVsbG8= | base64 -d
+echo

@@ -1,0 +1,4 @@
+cd
+pwd
+cd -
+pwd

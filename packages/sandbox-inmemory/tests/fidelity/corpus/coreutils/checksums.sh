@@ -1,0 +1,2 @@
+printf abc | md5sum
+printf abc | sha256sum

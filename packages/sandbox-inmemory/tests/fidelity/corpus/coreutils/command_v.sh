@@ -1,0 +1,2 @@
+command -v ls > /dev/null && echo has-ls
+command -v no-such-tool-here || echo none

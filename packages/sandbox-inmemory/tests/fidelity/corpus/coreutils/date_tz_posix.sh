@@ -1,0 +1,2 @@
+TZ=JST-9 date -d @0 '+%H:%M %Z'
+date -u -d @0 '+%H:%M %Z'

@@ -1,0 +1,3 @@
+mkdir sub
+touch top.txt sub/deep.txt
+find . -maxdepth 1 -type f

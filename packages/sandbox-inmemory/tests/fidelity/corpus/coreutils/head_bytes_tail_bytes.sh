@@ -1,0 +1,4 @@
+printf 'abcdef' | head -c 3
+echo
+printf 'abcdef' | tail -c 2
+echo

@@ -1,0 +1,3 @@
+mkdir d
+touch d/.hidden d/f
+ls -a d

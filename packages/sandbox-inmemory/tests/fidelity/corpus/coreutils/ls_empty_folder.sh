@@ -1,0 +1,3 @@
+mkdir e
+ls e
+echo "[done]"

@@ -1,0 +1,2 @@
+ls nope
+echo "rc=$?"

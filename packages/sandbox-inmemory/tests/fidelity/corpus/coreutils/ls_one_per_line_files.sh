@@ -1,0 +1,3 @@
+touch one two
+ls -1 one two
+ls -d .

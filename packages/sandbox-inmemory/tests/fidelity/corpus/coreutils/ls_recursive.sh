@@ -1,0 +1,3 @@
+mkdir -p x/y
+touch x/f x/y/g
+ls -R x

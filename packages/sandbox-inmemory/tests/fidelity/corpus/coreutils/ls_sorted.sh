@@ -1,0 +1,2 @@
+touch b a C
+ls

@@ -1,0 +1,4 @@
+mkdir d
+mkdir d
+echo "rc=$?"
+mkdir -p d && echo ok

@@ -1,0 +1,5 @@
+f=$(mktemp)
+echo data > "$f"
+cat "$f"
+[ -f "$f" ] && echo exists
+rm "$f"

@@ -1,0 +1,4 @@
+d=$(mktemp -d)
+touch "$d/x"
+ls "$d"
+rm -r "$d"

@@ -1,0 +1,2 @@
+touch f
+[ "$(date -r f +%Y)" = "$(date +%Y)" ] && echo "written this year"

@@ -1,0 +1,2 @@
+seq 5 | paste -sd,
+seq 4 | paste - -

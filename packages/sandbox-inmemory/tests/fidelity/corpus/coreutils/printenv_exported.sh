@@ -1,0 +1,3 @@
+export FOO=bar
+printenv FOO
+env | grep -c '^FOO=bar$'

@@ -1,0 +1,4 @@
+touch t
+ln -s t l
+readlink l
+readlink -f l

@@ -1,0 +1,2 @@
+mkdir -p a/b
+realpath a/b/..

@@ -1,0 +1,4 @@
+rm nope
+echo "rc=$?"
+rm -f nope
+echo "rc=$?"

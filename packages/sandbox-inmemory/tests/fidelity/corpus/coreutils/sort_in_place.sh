@@ -1,0 +1,3 @@
+printf 'b\na\n' > f
+sort -o f f
+cat f

@@ -1,0 +1,3 @@
+printf '10\n9\n2\n' | sort
+printf '10\n9\n2\n' | sort -n
+printf '10\n9\n2\n' | sort -rn

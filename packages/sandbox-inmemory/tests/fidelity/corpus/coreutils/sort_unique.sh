@@ -1,0 +1,1 @@
+printf 'b\na\nb\n' | sort -u

@@ -1,0 +1,2 @@
+echo hi | tee out.txt
+cat out.txt

@@ -1,0 +1,2 @@
+uname -s
+uname | wc -l

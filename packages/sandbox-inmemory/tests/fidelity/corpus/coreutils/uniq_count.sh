@@ -1,0 +1,1 @@
+printf 'a\na\nb\na\n' | uniq -c

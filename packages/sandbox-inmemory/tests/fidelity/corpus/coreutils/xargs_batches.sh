@@ -1,0 +1,1 @@
+seq 5 | xargs -n2 echo

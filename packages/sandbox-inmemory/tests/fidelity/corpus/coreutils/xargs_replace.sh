@@ -1,0 +1,1 @@
+printf 'a\nb\n' | xargs -I{} echo "item {}"

@@ -1,0 +1,2 @@
+cd nowhere
+echo "rc=$?"

@@ -1,0 +1,2 @@
+nosuchcmd
+echo "rc=$?"

@@ -1,0 +1,6 @@
+set -e
+i=0
+while [ $i -lt 2 ]; do
+  i=$((i + 1))
+done
+echo "i=$i"

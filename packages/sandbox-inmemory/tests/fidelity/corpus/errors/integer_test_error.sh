@@ -1,0 +1,2 @@
+[ abc -eq 1 ]
+echo "rc=$?"

@@ -1,0 +1,2 @@
+! grep -q x <<< y
+echo $?

@@ -1,0 +1,4 @@
+false || echo fallback
+true && echo ok
+false && echo skipped
+echo end

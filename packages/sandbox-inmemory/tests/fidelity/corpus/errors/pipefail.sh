@@ -1,0 +1,3 @@
+set -o pipefail
+false | true
+echo "rc=$?"

@@ -1,0 +1,2 @@
+: "${REQ:?REQ must be set}"
+echo never

@@ -1,0 +1,3 @@
+set -e
+false && true
+echo still

@@ -1,0 +1,3 @@
+set -e
+x=$(false)
+echo "not reached"

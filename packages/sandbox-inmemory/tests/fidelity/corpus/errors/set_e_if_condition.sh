@@ -1,0 +1,4 @@
+set -e
+if false; then :; fi
+false || true
+echo survived

@@ -1,0 +1,7 @@
+set -e
+f() {
+  false
+  echo in-f
+}
+f
+echo after

@@ -1,0 +1,6 @@
+set -e
+f() {
+  local x=$(false)
+  echo masked
+}
+f

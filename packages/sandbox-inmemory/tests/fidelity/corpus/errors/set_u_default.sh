@@ -1,0 +1,2 @@
+set -u
+echo "${NOPE:-fine}"

@@ -1,0 +1,3 @@
+set -u
+echo "$NOPE"
+echo after

@@ -1,0 +1,3 @@
+set -e
+(false; echo no)
+echo after

@@ -1,0 +1,3 @@
+echo x
+false
+exit

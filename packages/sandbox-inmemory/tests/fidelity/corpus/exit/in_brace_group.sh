@@ -1,0 +1,2 @@
+{ echo a; exit 2; }
+echo b

@@ -1,0 +1,2 @@
+echo x | exit 3
+echo "after $?"

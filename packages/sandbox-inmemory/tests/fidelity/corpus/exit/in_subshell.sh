@@ -1,0 +1,2 @@
+(echo sub; exit 4)
+echo "after $?"

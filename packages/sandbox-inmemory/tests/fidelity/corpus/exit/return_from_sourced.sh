@@ -1,0 +1,3 @@
+printf 'echo part1\nreturn 4\necho part2\n' > part.sh
+. ./part.sh
+echo "sourced returned $?"

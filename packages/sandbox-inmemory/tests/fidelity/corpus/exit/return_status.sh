@@ -1,0 +1,3 @@
+f() { return 3; }
+f
+echo "f returned $?"

@@ -1,0 +1,1 @@
+printf 'cat\ndog\nbird\n' | grep -E 'cat|dog'

@@ -1,0 +1,3 @@
+echo 'a.b' | grep -F '.'
+echo 'axb' | grep -cF '.'
+echo "rc=$?"

@@ -1,0 +1,1 @@
+printf 'x\ny\nx\n' | grep -n x

@@ -1,0 +1,3 @@
+echo yes > a
+echo no > b
+grep -L yes a b

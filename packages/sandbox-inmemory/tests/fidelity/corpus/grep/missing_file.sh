@@ -1,0 +1,2 @@
+grep x missing.txt
+echo "rc=$?"

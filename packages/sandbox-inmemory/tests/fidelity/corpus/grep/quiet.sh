@@ -1,0 +1,1 @@
+grep -q needle <<< 'haystack needle' && echo found

@@ -1,0 +1,1 @@
+printf 'foo\nfoobar\nFOO\n' | grep -wi foo

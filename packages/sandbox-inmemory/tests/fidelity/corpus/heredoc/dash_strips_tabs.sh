@@ -1,0 +1,6 @@
+if true; then
+	cat <<-EOF
+		indented
+	back
+	EOF
+fi

@@ -1,0 +1,4 @@
+b=B
+cat <<EOF
+a\$b \\ \`x\` $b
+EOF

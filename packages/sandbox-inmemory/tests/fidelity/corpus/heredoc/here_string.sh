@@ -1,0 +1,3 @@
+read -r x y <<< "a b"
+echo "$y$x"
+tr a-z A-Z <<< hello

@@ -1,0 +1,6 @@
+x=$(cat <<EOF
+line one
+line two
+EOF
+)
+echo "[$x]"

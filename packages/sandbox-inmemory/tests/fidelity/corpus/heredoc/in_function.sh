@@ -1,0 +1,7 @@
+usage() {
+  cat <<EOF
+usage: tool [options]
+  -h  help
+EOF
+}
+usage

@@ -1,0 +1,4 @@
+cat <<EOF | sort
+pear
+apple
+EOF

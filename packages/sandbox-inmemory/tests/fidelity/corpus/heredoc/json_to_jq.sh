@@ -1,0 +1,3 @@
+jq -r '.name' <<'EOF'
+{"name": "demo", "tags": ["a", "b"]}
+EOF

@@ -1,0 +1,3 @@
+cat <<'EOF'
+$HOME $(echo x) `echo y`
+EOF

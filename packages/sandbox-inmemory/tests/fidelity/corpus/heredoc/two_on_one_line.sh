@@ -1,0 +1,5 @@
+cat <<A; cat <<B
+one
+A
+two
+B

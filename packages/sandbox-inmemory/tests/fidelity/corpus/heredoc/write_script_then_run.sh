@@ -1,0 +1,7 @@
+cat > s.sh <<'EOF'
+if [ ! -f p ]; then
+  echo "no pkg"
+fi
+echo end
+EOF
+bash s.sh

@@ -1,0 +1,1 @@
+bash -c "echo \"inner \$((1+2))\""

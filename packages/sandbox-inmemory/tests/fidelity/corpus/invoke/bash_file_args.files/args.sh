@@ -1,0 +1,4 @@
+echo "$#: $*"
+for a in "$@"; do
+  echo "[$a]"
+done

@@ -1,0 +1,1 @@
+bash args.sh a "b c" d

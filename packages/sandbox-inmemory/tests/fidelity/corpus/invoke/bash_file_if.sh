@@ -1,0 +1,1 @@
+bash "$PWD/s.sh"

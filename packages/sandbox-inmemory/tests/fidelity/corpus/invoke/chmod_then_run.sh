@@ -1,0 +1,3 @@
+printf '#!/bin/sh\necho made and ran\n' > m.sh
+chmod +x m.sh
+./m.sh

@@ -1,0 +1,2 @@
+echo "$0"
+basename "$0"

@@ -1,0 +1,7 @@
+greet() {
+  if [ -n "$1" ]; then
+    echo "hello, $1"
+  else
+    echo "hello, nobody"
+  fi
+}

@@ -1,0 +1,2 @@
+. ./lib.sh
+greet dot

@@ -1,0 +1,1 @@
+echo "sourced with $# args: $1 $2"

@@ -1,0 +1,2 @@
+. ./show.sh first second
+echo "after: $#"

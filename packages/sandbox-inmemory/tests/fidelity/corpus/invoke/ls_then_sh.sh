@@ -1,0 +1,1 @@
+ls; sh s.sh; echo exit=$?

@@ -1,0 +1,2 @@
+bash nope.sh
+echo "rc=$?"

@@ -1,0 +1,2 @@
+./plain.sh
+echo "rc=$?"

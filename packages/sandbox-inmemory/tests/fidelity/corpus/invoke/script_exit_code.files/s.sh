@@ -1,0 +1,5 @@
+echo working
+if true; then
+  exit 3
+fi
+echo unreachable

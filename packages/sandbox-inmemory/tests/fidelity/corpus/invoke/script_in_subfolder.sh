@@ -1,0 +1,2 @@
+bash bin/hello.sh
+cd bin && bash hello.sh

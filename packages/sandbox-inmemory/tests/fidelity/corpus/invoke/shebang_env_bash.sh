@@ -1,0 +1,1 @@
+./tool.sh --name demo

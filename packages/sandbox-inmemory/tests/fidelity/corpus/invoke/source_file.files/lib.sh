@@ -1,0 +1,4 @@
+LIB_VERSION=1.2
+greet() {
+  echo "hello, $1"
+}

@@ -1,0 +1,3 @@
+source ./lib.sh
+greet world
+echo "version $LIB_VERSION"

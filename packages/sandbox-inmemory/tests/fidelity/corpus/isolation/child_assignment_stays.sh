@@ -1,0 +1,2 @@
+bash -c 'Z=3'
+echo "Z=[$Z]"

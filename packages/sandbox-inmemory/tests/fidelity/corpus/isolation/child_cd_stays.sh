@@ -1,0 +1,3 @@
+mkdir d
+bash -c 'cd d'
+pwd

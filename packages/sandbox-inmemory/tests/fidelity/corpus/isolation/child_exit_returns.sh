@@ -1,0 +1,2 @@
+bash -c 'exit 7'
+echo "rc=$?"

@@ -1,0 +1,3 @@
+set -u
+bash child.sh
+echo "rc=$?"

@@ -1,0 +1,3 @@
+bash -c 'set -e'
+false
+echo "parent still runs"

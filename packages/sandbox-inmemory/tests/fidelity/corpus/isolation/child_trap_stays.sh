@@ -1,0 +1,2 @@
+bash -c "trap 'echo child exit' EXIT"
+echo parent

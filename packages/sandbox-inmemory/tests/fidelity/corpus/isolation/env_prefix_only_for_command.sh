@@ -1,0 +1,2 @@
+A=1 bash -c 'echo "A=$A"'
+echo "[$A]"

@@ -1,0 +1,2 @@
+bash -c 'exec echo replaced; echo never'
+echo parent

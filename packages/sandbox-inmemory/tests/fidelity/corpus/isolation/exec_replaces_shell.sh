@@ -1,0 +1,3 @@
+echo before
+exec echo replaced
+echo never

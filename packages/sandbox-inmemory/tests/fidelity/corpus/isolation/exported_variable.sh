@@ -1,0 +1,2 @@
+export Y=2
+bash -c 'echo "Y=[$Y]"'

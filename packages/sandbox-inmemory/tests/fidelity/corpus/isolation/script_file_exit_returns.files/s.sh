@@ -1,0 +1,4 @@
+set -e
+echo in child
+false
+echo never

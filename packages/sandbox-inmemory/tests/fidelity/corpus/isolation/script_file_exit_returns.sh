@@ -1,0 +1,2 @@
+bash s.sh
+echo "rc=$?"

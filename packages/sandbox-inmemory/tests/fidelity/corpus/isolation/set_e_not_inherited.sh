@@ -1,0 +1,3 @@
+set -e
+bash -c 'false; echo child continues'
+echo parent continues

@@ -1,0 +1,2 @@
+X=1
+bash -c 'echo "X=[$X]"'

@@ -1,0 +1,1 @@
+jq -n --arg name bob '{name: $name, n: 1}'

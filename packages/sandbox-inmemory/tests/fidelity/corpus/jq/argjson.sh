@@ -1,0 +1,1 @@
+jq -n --argjson v '{"a":1}' '$v.a + 1'

@@ -1,0 +1,1 @@
+echo '[[1,true,"a"],[2,false,null]]' | jq -r '.[] | @csv'

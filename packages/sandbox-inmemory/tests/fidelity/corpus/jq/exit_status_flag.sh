@@ -1,0 +1,2 @@
+echo null | jq -e .
+echo "rc=$?"

@@ -1,0 +1,1 @@
+echo '{"a":1}' | jq 'if has("a") then "yes" else "no" end'

@@ -1,0 +1,1 @@
+echo '{"b":1,"a":2}' | jq -c 'keys, length'

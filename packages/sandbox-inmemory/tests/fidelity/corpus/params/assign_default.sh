@@ -1,0 +1,2 @@
+echo "${c:=set}"
+echo "$c"

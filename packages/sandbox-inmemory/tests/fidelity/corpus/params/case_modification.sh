@@ -1,0 +1,2 @@
+s="hello World"
+echo "${s^^} ${s,,} ${s^}"

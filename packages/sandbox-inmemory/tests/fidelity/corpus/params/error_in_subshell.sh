@@ -1,0 +1,2 @@
+( : "${MISSING:?need MISSING}" )
+echo "rc=$?"

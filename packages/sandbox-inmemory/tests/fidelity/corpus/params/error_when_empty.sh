@@ -1,0 +1,3 @@
+v=
+echo "${v:?is empty}"
+echo never

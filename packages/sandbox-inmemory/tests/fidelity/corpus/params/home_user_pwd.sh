@@ -1,0 +1,4 @@
+echo "$HOME"
+echo "$USER"
+echo "$PWD"
+echo "$SHELL"

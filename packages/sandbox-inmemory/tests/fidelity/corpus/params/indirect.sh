@@ -1,0 +1,3 @@
+name=val
+val=42
+echo "${!name}"

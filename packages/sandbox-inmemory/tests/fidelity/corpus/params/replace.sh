@@ -1,0 +1,2 @@
+s=aaa-bbb-aaa
+echo "${s/aaa/x} ${s//aaa/x} ${s/#aaa/x} ${s/%aaa/x}"

@@ -1,0 +1,3 @@
+set -- a b c d
+shift 2
+echo "$# $1"

@@ -1,0 +1,3 @@
+mkdir d
+cd d | true
+pwd

@@ -1,0 +1,1 @@
+seq 12 | grep 1 | sort -r | head -2

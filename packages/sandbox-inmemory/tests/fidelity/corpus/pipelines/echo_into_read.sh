@@ -1,0 +1,2 @@
+echo v | read x
+echo "[$x]"

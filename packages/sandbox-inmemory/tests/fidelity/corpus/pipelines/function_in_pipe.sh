@@ -1,0 +1,2 @@
+up() { tr a-z A-Z; }
+echo abc | up

@@ -1,0 +1,1 @@
+{ echo b; echo a; } | sort

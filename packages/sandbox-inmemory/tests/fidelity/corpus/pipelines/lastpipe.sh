@@ -1,0 +1,3 @@
+shopt -s lastpipe
+echo v | read x
+echo "[$x]"

@@ -1,0 +1,4 @@
+! true
+echo $?
+! false
+echo $?

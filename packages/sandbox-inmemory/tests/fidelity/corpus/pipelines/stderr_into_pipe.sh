@@ -1,0 +1,1 @@
+ls missing 2>&1 | wc -l

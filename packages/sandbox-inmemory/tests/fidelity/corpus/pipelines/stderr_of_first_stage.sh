@@ -1,0 +1,2 @@
+ls nope | wc -l
+echo "rc=$?"

@@ -1,0 +1,2 @@
+diff <(printf 'a\nb\n') <(printf 'a\nc\n')
+echo "rc=$?"

@@ -1,0 +1,2 @@
+mapfile -t arr < <(printf 'x\ny\n')
+echo "${#arr[@]} ${arr[1]}"

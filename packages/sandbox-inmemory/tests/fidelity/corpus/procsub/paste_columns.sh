@@ -1,0 +1,1 @@
+paste <(seq 3) <(seq 4 6)

@@ -1,0 +1,3 @@
+while read -r l; do
+  echo "<$l>"
+done < <(printf 'a\nb\n')

@@ -1,0 +1,2 @@
+printf '%s|' $'a\tb' $'line\\n' $'q\'s'
+echo

@@ -1,0 +1,4 @@
+set -- "a b" c
+printf '<%s>' "$@"; echo
+printf '<%s>' "$*"; echo
+printf '<%s>' $*; echo

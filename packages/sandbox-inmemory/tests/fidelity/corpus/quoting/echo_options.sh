@@ -1,0 +1,4 @@
+echo -n a
+echo -e 'b\tc'
+echo -- -n
+echo -E 'x\ty'

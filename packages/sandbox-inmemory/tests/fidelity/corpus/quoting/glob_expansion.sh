@@ -1,0 +1,3 @@
+touch b.txt a.txt c.log
+echo *.txt
+echo "*.txt"

@@ -1,0 +1,5 @@
+shopt -s nullglob
+for f in *.none; do
+  echo "$f"
+done
+echo end

@@ -1,0 +1,5 @@
+q="it's"
+echo "$q"
+echo '"quoted"'
+d='a "b" c'
+echo "$d"

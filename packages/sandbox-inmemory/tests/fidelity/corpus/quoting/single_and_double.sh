@@ -1,0 +1,2 @@
+v=val
+echo 'a $v' "b $v" "c \$v" 'd "q"' "e 'q'"

@@ -1,0 +1,3 @@
+echo ~
+echo "~"
+echo ~/x

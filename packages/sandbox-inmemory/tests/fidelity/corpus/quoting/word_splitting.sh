@@ -1,0 +1,3 @@
+v="a  b   c"
+printf '[%s]\n' $v
+printf '[%s]\n' "$v"

@@ -1,0 +1,2 @@
+> f echo hello world
+cat f

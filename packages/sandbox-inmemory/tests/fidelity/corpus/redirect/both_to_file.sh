@@ -1,0 +1,2 @@
+{ echo out; echo err >&2; } &> all.txt
+sort all.txt

@@ -1,0 +1,2 @@
+echo oops > /dev/stderr
+echo ok

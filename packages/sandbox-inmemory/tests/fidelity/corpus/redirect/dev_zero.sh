@@ -1,0 +1,1 @@
+head -c 4 /dev/zero | wc -c

@@ -1,0 +1,5 @@
+(
+  exec > out.txt
+  echo captured
+)
+cat out.txt

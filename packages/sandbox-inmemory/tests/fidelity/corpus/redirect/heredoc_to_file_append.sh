@@ -1,0 +1,7 @@
+cat >> notes.txt <<EOF
+first
+EOF
+cat >> notes.txt <<EOF
+second
+EOF
+cat notes.txt

@@ -1,0 +1,2 @@
+printf 'x\ny\n' > in
+wc -l < in

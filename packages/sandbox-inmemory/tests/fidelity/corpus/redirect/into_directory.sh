@@ -1,0 +1,3 @@
+mkdir d
+echo x > d
+echo "rc=$?"

@@ -1,0 +1,2 @@
+cat < missing.txt
+echo "rc=$?"

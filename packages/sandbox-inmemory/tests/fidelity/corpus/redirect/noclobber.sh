@@ -1,0 +1,5 @@
+set -C
+echo a > f
+echo b > f
+echo "rc=$?"
+cat f

@@ -1,0 +1,2 @@
+ls nope 2>/dev/null
+echo "rc=$?"

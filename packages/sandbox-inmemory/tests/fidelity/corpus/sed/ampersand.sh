@@ -1,0 +1,1 @@
+echo abc | sed 's/b/[&]/'

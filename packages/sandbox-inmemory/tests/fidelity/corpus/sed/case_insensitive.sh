@@ -1,0 +1,1 @@
+echo Hello | sed 's/hello/bye/I'

@@ -1,0 +1,1 @@
+printf 'k=v\n# c\nx=y\n' | sed '/^#/d; s/=/: /'

@@ -1,0 +1,1 @@
+printf 'a-b-c\nxyz\n' | sed -n 's/-/+/gp'

@@ -1,0 +1,1 @@
+printf '1\n2\n3\n' | sed -n '1!G;h;$p'

@@ -1,0 +1,2 @@
+printf 'a\nb\n' | sed '1i first'
+printf 'a\nb\n' | sed '$a last'

@@ -1,0 +1,1 @@
+echo ABC | sed 's/.*/\L&/'

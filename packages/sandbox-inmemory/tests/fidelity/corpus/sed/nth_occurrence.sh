@@ -1,0 +1,2 @@
+echo aaaa | sed 's/a/b/2'
+echo aaaa | sed 's/a/b/2g'

@@ -1,0 +1,1 @@
+printf '  a b \n' | sed 's/^[[:space:]]*//; s/[[:space:]]*$//'

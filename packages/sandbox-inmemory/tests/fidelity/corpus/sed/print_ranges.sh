@@ -1,0 +1,2 @@
+seq 10 | sed -n '3,5p'
+seq 10 | sed -n '/8/,$p'

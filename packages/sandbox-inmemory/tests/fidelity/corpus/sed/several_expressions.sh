@@ -1,0 +1,1 @@
+echo abc | sed -e s/a/A/ -e s/c/C/

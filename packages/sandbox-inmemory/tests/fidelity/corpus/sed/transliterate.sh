@@ -1,0 +1,1 @@
+echo hello | sed 'y/el/ip/'

@@ -1,0 +1,5 @@
+sleep 1 &
+pid=$!
+kill "$pid"
+wait "$pid"
+echo "status $?"

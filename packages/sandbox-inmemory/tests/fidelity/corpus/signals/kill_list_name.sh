@@ -1,0 +1,2 @@
+kill -l 15
+kill -l 9

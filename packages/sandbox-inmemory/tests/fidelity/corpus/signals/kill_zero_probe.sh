@@ -1,0 +1,5 @@
+sleep 1 &
+kill -0 $! && echo alive
+kill $!
+wait
+echo done

@@ -1,0 +1,3 @@
+trap 'echo caught' ERR
+false
+echo go

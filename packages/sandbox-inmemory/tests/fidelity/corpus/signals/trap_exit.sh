@@ -1,0 +1,2 @@
+trap 'echo cleanup' EXIT
+echo work

@@ -1,0 +1,5 @@
+(
+  trap 'echo sub-exit' EXIT
+  echo in
+)
+echo out

@@ -1,0 +1,3 @@
+trap 'echo x' EXIT
+trap - EXIT
+echo done

@@ -1,0 +1,3 @@
+(exit 3) &
+wait $!
+echo "rc=$?"

@@ -1,0 +1,2 @@
+bash rotate.sh
+ls backups

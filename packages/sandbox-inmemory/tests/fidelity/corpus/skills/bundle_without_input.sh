@@ -1,0 +1,2 @@
+bash scripts/bundle.sh
+echo "rc=$?"

@@ -1,0 +1,1 @@
+bash summary.sh data.csv

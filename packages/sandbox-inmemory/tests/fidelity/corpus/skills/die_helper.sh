@@ -1,0 +1,2 @@
+bash run.sh
+echo "rc=$?"

@@ -1,0 +1,2 @@
+touch "a file.txt" "b file.txt"
+bash list.sh

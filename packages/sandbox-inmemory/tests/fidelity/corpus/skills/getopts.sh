@@ -1,0 +1,1 @@
+bash opts.sh -a -b value rest1 rest2

@@ -1,0 +1,3 @@
+bash scripts/init.sh app > /dev/null
+bash scripts/init.sh app
+echo "rc=$?"

@@ -1,0 +1,1 @@
+bash levels.sh app.log

@@ -1,0 +1,3 @@
+bash tool.sh run
+source ./tool.sh
+helper sourced

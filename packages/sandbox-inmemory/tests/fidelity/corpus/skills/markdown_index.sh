@@ -1,0 +1,1 @@
+bash index.sh docs

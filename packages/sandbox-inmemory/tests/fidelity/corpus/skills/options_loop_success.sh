@@ -1,0 +1,2 @@
+bash scripts/build.sh -v -o res.txt demo
+cat res.txt

@@ -1,0 +1,2 @@
+bash check.sh
+echo "rc=$?"

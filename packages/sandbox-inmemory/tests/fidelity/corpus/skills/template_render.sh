@@ -1,0 +1,1 @@
+bash render.sh template.txt name=World lang=bash

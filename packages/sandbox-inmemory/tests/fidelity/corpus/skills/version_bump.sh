@@ -1,0 +1,2 @@
+bash bump.sh minor
+cat VERSION

@@ -1,0 +1,2 @@
+{ read -r a; read -r b; } 
+echo "$a+$b"

@@ -1,0 +1,6 @@
+f() {
+  while read -r l; do
+    echo "f:$l"
+  done
+}
+f

@@ -1,0 +1,1 @@
+bash -c 'grep -c needle'

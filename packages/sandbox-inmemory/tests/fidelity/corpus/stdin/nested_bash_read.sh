@@ -1,0 +1,1 @@
+bash -c 'read -r a; echo "got $a"'

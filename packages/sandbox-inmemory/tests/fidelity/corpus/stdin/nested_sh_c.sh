@@ -1,0 +1,1 @@
+sh -c 'cat > g; wc -c < g'

@@ -1,0 +1,2 @@
+sh -c 'cat > x.txt'
+cat x.txt

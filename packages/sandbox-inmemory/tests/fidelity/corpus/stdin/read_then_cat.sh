@@ -1,0 +1,3 @@
+read -r first
+echo "first=$first"
+cat

@@ -1,0 +1,3 @@
+cat > in.txt
+wc -l < in.txt
+sort in.txt

@@ -1,0 +1,1 @@
+sort | uniq -c

@@ -1,0 +1,3 @@
+(read -r a; echo "sub $a")
+read -r b
+echo "main $b"

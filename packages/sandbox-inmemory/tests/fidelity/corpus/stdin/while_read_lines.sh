@@ -1,0 +1,3 @@
+while read -r line; do
+  echo "<$line>"
+done

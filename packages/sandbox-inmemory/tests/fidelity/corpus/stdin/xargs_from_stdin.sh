@@ -1,0 +1,1 @@
+xargs echo got

@@ -1,0 +1,2 @@
+cat s.sh | bash
+echo "rc=$?"

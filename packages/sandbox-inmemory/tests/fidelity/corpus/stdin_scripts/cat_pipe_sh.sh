@@ -1,0 +1,1 @@
+cat s.sh | sh

@@ -1,0 +1,2 @@
+echo 'exit 4' | bash
+echo "got $?"

@@ -1,0 +1,5 @@
+bash <<'EOF'
+for i in 1 2 3; do
+  echo "n=$i"
+done
+EOF

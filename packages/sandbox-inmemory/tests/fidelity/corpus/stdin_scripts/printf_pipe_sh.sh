@@ -1,0 +1,1 @@
+printf 'echo one\necho two\n' | sh

@@ -1,0 +1,4 @@
+if [ ! -f p ]; then
+  echo "no pkg"
+fi
+echo end

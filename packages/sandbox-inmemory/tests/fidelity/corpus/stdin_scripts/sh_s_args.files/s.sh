@@ -1,0 +1,2 @@
+echo "first=$1"
+echo "second=$2"

@@ -1,0 +1,1 @@
+sh -s alpha beta < s.sh

@@ -1,0 +1,1 @@
+printf 'x=5\necho $((x * 2))\n' | sh

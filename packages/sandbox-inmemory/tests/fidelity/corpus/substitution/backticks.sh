@@ -1,0 +1,2 @@
+x=`echo hi`
+echo "$x `echo there`"

@@ -1,0 +1,2 @@
+y=$(case x in x) echo matched;; esac)
+echo "$y"

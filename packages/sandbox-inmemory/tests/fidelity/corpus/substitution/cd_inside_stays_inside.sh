@@ -1,0 +1,4 @@
+mkdir d
+x=$(cd d && pwd)
+echo "$x"
+pwd

@@ -1,0 +1,2 @@
+f=a/b/c.txt
+echo "$(dirname "$f")/$(basename "$f" .txt).md"

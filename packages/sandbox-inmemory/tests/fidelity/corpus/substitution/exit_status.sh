@@ -1,0 +1,2 @@
+x=$(exit 3)
+echo "status $?"

@@ -1,0 +1,2 @@
+x="$(echo "a b" | tr ' ' '-')"
+echo "$x"

@@ -1,0 +1,1 @@
+bash dir/tool.sh

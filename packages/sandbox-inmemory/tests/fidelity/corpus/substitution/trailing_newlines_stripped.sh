@@ -1,0 +1,2 @@
+x=$(printf 'a\n\n\n')
+echo "[$x]"

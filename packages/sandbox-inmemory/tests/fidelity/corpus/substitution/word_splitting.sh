@@ -1,0 +1,3 @@
+for w in $(echo "a b  c"); do
+  echo "<$w>"
+done
