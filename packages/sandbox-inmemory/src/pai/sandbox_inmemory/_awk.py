@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, NoReturn, cast
 
-from just_bash.types import CommandContext, ExecResult
+from just_bash.types import CommandContext, ExecResult, ExecutionLimits
 
 from pai.sandbox_inmemory._posix import (
     RegexSyntaxError,
@@ -46,7 +46,11 @@ from pai.sandbox_inmemory._posix import (
     unsupported,
 )
 
-__all__ = ["Awk"]
+__all__ = ["Awk", "AwkLoopLimitError"]
+
+
+class AwkLoopLimitError(Exception):
+    """An awk loop ran past the command's ``max_awk_iterations`` (never stopped silently)."""
 
 
 # -- awk: values --------------------------------------------------------------------------------------------
@@ -662,15 +666,10 @@ class _Function:
 class _AwkRuntime:
     """Variables, the current record and its fields, input and output of one awk program."""
 
-    def __init__(
-        self,
-        ctx: CommandContext,
-        loop_limit: int,
-        limit_error: Callable[[str], Exception],
-    ) -> None:
+    def __init__(self, ctx: CommandContext) -> None:
         self.ctx = ctx
-        self.loop_limit = loop_limit
-        self.limit_error = limit_error
+        limits = ctx.limits if ctx.limits is not None else ExecutionLimits()
+        self.loop_limit = limits.max_awk_iterations
         self.globals: dict[str, Slot] = {
             "FS": " ",
             "OFS": " ",
@@ -1294,7 +1293,7 @@ class _AwkParser:
 
         def check(count: int) -> None:
             if count > rt.loop_limit:
-                raise rt.limit_error(
+                raise AwkLoopLimitError(
                     f"awk: a {kind} loop ran past {rt.loop_limit} iterations "
                     "(limit max_awk_iterations)"
                 )
@@ -2622,12 +2621,6 @@ class Awk:
 
     name = "awk"
 
-    def __init__(
-        self, loop_limit: Callable[[], int], limit_error: Callable[[str], Exception]
-    ) -> None:
-        self._loop_limit = loop_limit
-        self._limit_error = limit_error
-
     async def execute(self, args: list[str], ctx: CommandContext) -> ExecResult:
         program: list[str] = []
         assignments: list[str] = []
@@ -2697,7 +2690,7 @@ class Awk:
                 )
             program.append(operands.pop(0))
         source = "\n".join(program)
-        rt = _AwkRuntime(ctx, self._loop_limit(), self._limit_error)
+        rt = _AwkRuntime(ctx)
         if separator is not None:
             rt.globals["FS"] = separator
         argv = _Array({"0": "awk"})

@@ -19,8 +19,6 @@ Fixes applied to just-bash 0.2.1 in the worker (:func:`patch_just_bash`):
   byte (just-bash decoded it with replacement characters, or as Latin-1).
 - ``printf``, ``echo -e`` and ``$'...'`` escapes ``\\NNN`` / ``\\xHH`` produce the raw byte, not the
   Unicode character of that number (``printf '\\377'`` writes 0xff).
-- ``awk`` ``for``/``while`` loops stopped silently after 10,000 iterations: they now fail with a
-  limit error (``max_awk_iterations``).
 - The arithmetic fallback's Python ``eval`` of shell text is replaced by an evaluator of plain
   integer arithmetic.
 - ``printf '%(fmt)T'`` put the shell's ``TZ`` into the worker's process environment and called
@@ -34,7 +32,8 @@ Fixes applied to just-bash 0.2.1 in the worker (:func:`patch_just_bash`):
 - Subshells, ``trap``, jobs, ``kill``, ``wait``, fatal and line-ending errors, ``set -e``'s
   exceptions and 64-bit arithmetic behave as bash's (``_semantics``).
 - ``awk``, ``sed`` and ``grep`` are replaced, and ``jq`` wrapped, to behave as gawk, GNU sed,
-  GNU grep and jq 1.6 (``_texttools``); the awk loop limit below applies to the new awk.
+  GNU grep and jq 1.6 (``_texttools``); just-bash's awk stopped loops silently after 10,000
+  iterations, the new one fails past ``max_awk_iterations``.
 """
 
 from __future__ import annotations
@@ -577,11 +576,7 @@ def command_registry(wrap: Callable[[Command], Command]) -> dict[str, Command]:
     commands["printf"] = _WithFs(commands["printf"])
     _coreutils.replaced_commands(commands)
     commands.update(_scripts.shell_commands())
-    commands.update(
-        _texttools.text_commands(
-            commands, awk_loop_limit=lambda: AWK_LOOP_LIMIT[0], awk_limit_error=AwkLoopLimitError
-        )
-    )
+    commands.update(_texttools.text_commands(commands))
     unaudited = sorted(set(commands) - set(COMMAND_AUDIT))
     if unaudited:
         raise UnauditedCommandError(
@@ -591,7 +586,7 @@ def command_registry(wrap: Callable[[Command], Command]) -> dict[str, Command]:
     return {name: wrap(command) for name, command in commands.items()}
 
 
-# -- patches: byte escapes, awk loops, arithmetic eval ----------------------------------------------
+# -- patches: byte escapes, arithmetic eval -----------------------------------------------------
 
 
 def _byte_chr(code: int) -> str:
@@ -727,115 +722,6 @@ def _arith_eval(source: str, *_: object) -> int:
     return _arith(ast.parse(source.strip(), mode="eval"))
 
 
-AWK_LOOP_LIMIT = [10_000]
-"""The iterations an awk ``for``/``while`` loop may run (the command's ``max_awk_iterations``;
-the worker sets it before each command)."""
-
-
-class AwkLoopLimitError(Exception):
-    """An awk ``for``/``while`` loop ran past ``max_awk_iterations``."""
-
-
-class AwkLoopSyntaxError(Exception):
-    """An awk ``for``/``while`` loop whose header this interpreter cannot read (never skipped
-    silently)."""
-
-
-def _loop_parts(stmt: str, keyword: str) -> tuple[str, str] | None:
-    """``(header, body)`` of ``keyword (header) body``: the header up to its balanced closing
-    parenthesis (strings and nested parentheses allowed), the body without its outer braces
-    (empty for ``{}`` or ``;``)."""
-    rest = stmt[len(keyword) :].lstrip()
-    if not rest.startswith("("):
-        return None
-    depth, quoted, escaped = 0, False, False
-    for index, char in enumerate(rest):
-        if quoted:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                quoted = False
-            continue
-        if char == '"':
-            quoted = True
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                body = rest[index + 1 :].strip()
-                if body.startswith("{") and body.endswith("}"):
-                    body = body[1:-1]
-                return rest[1:index], "" if body.strip() == ";" else body
-    return None
-
-
-def _awk_loops(awk_module: Any) -> None:  # just-bash's awk module
-    """Make awk's ``for``/``while`` loops fail at the limit instead of stopping silently, and
-    run every loop they used to skip silently (an empty body, a body without braces, parentheses
-    in the condition); ``for (key in array)`` stays just-bash's own."""
-    import re
-
-    members: dict[str, object] = dict(vars(awk_module))  # pyright: ignore[reportUnknownArgumentType]
-    interpreter: Any = next(
-        member
-        for member in members.values()
-        if isinstance(member, type)
-        and hasattr(member, "_execute_for")
-        and hasattr(member, "_execute_while")
-    )
-    original_for: Any = interpreter._execute_for
-
-    def unreadable(stmt: str) -> AwkLoopSyntaxError:
-        return AwkLoopSyntaxError(f"awk: cannot read the loop {stmt[:80]!r}")
-
-    def execute_for(self: Any, stmt: str, state: Any, fields: list[str], line: str) -> None:
-        if re.match(r"for\s*\(\s*\w+\s+in\s+\w+\s*\)", stmt):
-            original_for(self, stmt, state, fields, line)
-            return
-        parts = _loop_parts(stmt, "for")
-        clauses = parts[0].split(";") if parts is not None else []
-        if parts is None or len(clauses) != 3:
-            raise unreadable(stmt)
-        init, condition, update = (clause.strip() for clause in clauses)
-        action = parts[1]
-        if init:
-            self._execute_statement(init, state, fields, line)
-        limit = AWK_LOOP_LIMIT[0]
-        for _ in range(limit):
-            if condition and not self._eval_condition(condition, state, fields, line):
-                return
-            if action.strip():
-                self._execute_action(action, state, fields, line)
-            if update:
-                self._execute_statement(update, state, fields, line)
-        if not condition or self._eval_condition(condition, state, fields, line):
-            raise AwkLoopLimitError(
-                f"awk: a for loop ran past {limit} iterations (limit max_awk_iterations)"
-            )
-
-    def execute_while(self: Any, stmt: str, state: Any, fields: list[str], line: str) -> None:
-        parts = _loop_parts(stmt, "while")
-        if parts is None or not parts[0].strip():
-            raise unreadable(stmt)
-        condition, action = parts
-        limit = AWK_LOOP_LIMIT[0]
-        for _ in range(limit):
-            if not self._eval_condition(condition, state, fields, line):
-                return
-            if action.strip():
-                self._execute_action(action, state, fields, line)
-        if self._eval_condition(condition, state, fields, line):
-            raise AwkLoopLimitError(
-                f"awk: a while loop ran past {limit} iterations (limit max_awk_iterations)"
-            )
-
-    interpreter._execute_for = execute_for
-    interpreter._execute_while = execute_while
-
-
 class OutOfMemory(Exception):  # named for what the user sees
     """A ``MemoryError`` inside a command that reports errors as text (jq, yq), with a message."""
 
@@ -855,7 +741,6 @@ def _memory_reported(function: Callable[..., Any], message: str) -> Callable[...
 
 def patch_just_bash(memory_message: str = "out of memory") -> None:
     """Apply the fixes above to the imported just-bash modules (in the worker only)."""
-    from just_bash.commands.awk import awk as awk_module
     from just_bash.commands.echo import echo as echo_module
     from just_bash.commands.printf import printf as printf_module
     from just_bash.interpreter import expansion
@@ -866,7 +751,6 @@ def patch_just_bash(memory_message: str = "out of memory") -> None:
     printf_module.bytes = _RawBytes  # pyright: ignore[reportAttributeAccessIssue]
     _zoned_printf(printf_module)
     expansion.eval = _arith_eval  # pyright: ignore[reportAttributeAccessIssue]
-    _awk_loops(awk_module)
     _coreutils.patch_interpreter()
     _scripts.patch_scripts()
     _texttools.patch_query_engine()  # jq's semantics for jq, yq and xan alike, from the start

@@ -12,8 +12,6 @@ and a message naming the in-memory provider.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from just_bash.types import Command
 
 from pai.sandbox_inmemory._awk import Awk
@@ -27,19 +25,13 @@ __all__ = ["patch_query_engine", "text_commands"]
 # -- the registry ----------------------------------------------------------------------------------------
 
 
-def text_commands(
-    commands: dict[str, Command],
-    *,
-    awk_loop_limit: Callable[[], int],
-    awk_limit_error: Callable[[str], Exception],
-) -> dict[str, Command]:
+def text_commands(commands: dict[str, Command]) -> dict[str, Command]:
     """The replacements for ``commands``' awk, sed, grep, egrep, fgrep and jq.
 
-    ``awk_loop_limit`` gives the iterations an awk loop may run (read when a command starts);
-    past it, the loop raises ``awk_limit_error(message)``."""
+    awk loops stop at the command's ``max_awk_iterations`` (``ctx.limits``) with an error."""
     return {
         "jq": Jq(commands["jq"]),
-        "awk": Awk(awk_loop_limit, awk_limit_error),
+        "awk": Awk(),
         "sed": Sed(),
         "grep": Grep(),
         "egrep": Grep("egrep", "E"),

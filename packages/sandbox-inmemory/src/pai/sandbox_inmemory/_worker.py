@@ -375,7 +375,6 @@ def main() -> None:
         spec: dict[str, Any] = request[1]  # pyright: ignore[reportUnknownVariableType]
         limit = int(spec["output_limit"])
         limits = ExecutionLimits(**spec["limits"])
-        _commands.AWK_LOOP_LIMIT[0] = limits.max_awk_iterations
         hostname = _coreutils.use_hostname(spec.get("hostname"))
         try:
             result = loop.run_until_complete(
