@@ -191,25 +191,15 @@ def _end_of_single(text: str, index: int) -> int:
     return -1 if end < 0 else end + 1
 
 
-def _end_of_ansi(text: str, index: int) -> int:
-    """Like :func:`_end_of_single` for ``$'...'``, where ``\\'`` does not close."""
+def _end_of_escaped(text: str, index: int, close: str) -> int:
+    """The index after the ``close`` character ending a ``$'...'`` (``close`` is ``'``) or a
+    backquoted substitution (`` ` ``) opened before ``index``, where a backslash escapes the
+    next character; -1 if none."""
     while index < len(text):
         char = text[index]
         if char == "\\":
             index += 2
-        elif char == "'":
-            return index + 1
-        else:
-            index += 1
-    return -1
-
-
-def _end_of_backtick(text: str, index: int) -> int:
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-        elif char == "`":
+        elif char == close:
             return index + 1
         else:
             index += 1
@@ -226,7 +216,7 @@ def _end_of_double(text: str, index: int) -> int:
         elif char == '"':
             return index + 1
         elif char == "`":
-            index = _end_of_backtick(text, index + 1)
+            index = _end_of_escaped(text, index + 1, "`")
         elif char == "$" and text.startswith("(", index + 1):
             index = _end_of_substitution(text, index + 2)
         elif char == "$" and text.startswith("{", index + 1):
@@ -252,9 +242,9 @@ def _end_of_substitution(text: str, index: int) -> int:
         elif char == '"':
             index = _end_of_double(text, index + 1)
         elif char == "`":
-            index = _end_of_backtick(text, index + 1)
+            index = _end_of_escaped(text, index + 1, "`")
         elif char == "$" and text.startswith("'", index + 1):
-            index = _end_of_ansi(text, index + 2)
+            index = _end_of_escaped(text, index + 2, "'")
         elif char == "$" and text.startswith("(", index + 1):
             index = _end_of_substitution(text, index + 2)
         elif char == "$" and text.startswith("{", index + 1):
@@ -291,7 +281,7 @@ def _end_of_braces(text: str, index: int, *, quoted: bool) -> int:
         elif char == '"':
             index = _end_of_double(text, index + 1)
         elif char == "`":
-            index = _end_of_backtick(text, index + 1)
+            index = _end_of_escaped(text, index + 1, "`")
         elif char == "$" and text.startswith("(", index + 1):
             index = _end_of_substitution(text, index + 2)
         elif char == "$" and text.startswith("{", index + 1):
@@ -358,11 +348,11 @@ def _word_chunks(value: str, *, quoted: bool, literal_single: bool) -> list[_Chu
             end = _end_of_braces(value, index + 2, quoted=quoted)
             naive = _naive_end(value, index + 2, "{", "}")
         elif char == "$" and value.startswith("'", index + 1) and not quoted:
-            index = _end_of_ansi(value, index + 2)
+            index = _end_of_escaped(value, index + 2, "'")
         elif char == "'" and not quoted and not literal_single:
             index = _end_of_single(value, index + 1)
         elif char == "`":
-            index = _end_of_backtick(value, index + 1)
+            index = _end_of_escaped(value, index + 1, "`")
         elif char == '"' and not quoted:
             kind = "double"
             end = _end_of_double(value, index + 1)
