@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
+import anyio
 import pytest
 from inmemory_helpers import MakeProvider
 from pydantic import BaseModel
@@ -16,84 +16,20 @@ from pydantic import BaseModel
 from pai.core import Agent, SqliteStorage, ToolContext, define_agent, define_tool
 from pai.core.testing import ScriptedModel, create_test_runtime, text, tool_call
 from pai.sandbox import CommandResult, SeedFile, sandbox, sandbox_capability
-from pai.sandbox_inmemory import InMemorySandboxProvider
+from pai.sandbox_inmemory import InMemorySandboxProvider, create_in_memory_sandbox_provider
 
 SEED = (SeedFile("/workspace/seed.txt", "seeded\n"),)
 THREAD = "resumed-thread"
 WRITE = "echo made here > made.txt; cat seed.txt"
 LOOK = "cat seed.txt; ls"
 
-# One process of an app: a runtime over a SQLite file whose agent runs one command in its
-# thread's in-memory sandbox, then prints the command's result as JSON.
-PROCESS = textwrap.dedent(
-    """
-    import json
-    import sys
 
-    import anyio
-    from pydantic import BaseModel
-
-    from pai.core import SqliteStorage, ToolContext, define_agent, define_tool
-    from pai.core.testing import ScriptedModel, create_test_runtime, text, tool_call
-    from pai.sandbox import CommandResult, SeedFile, sandbox, sandbox_capability
-    from pai.sandbox_inmemory import create_in_memory_sandbox_provider
-
-    database, backend, thread_id, new_thread, command = sys.argv[1:]
-    results = []
-
-    class Command(BaseModel):
-        command: str
-
-    async def execute(ctx: ToolContext[Command]) -> CommandResult:
-        result = await ctx.capabilities.sandbox.run_command(ctx.input.command)
-        results.append(result)
-        return result
-
-    run = define_tool(
-        id="run",
-        description="Run a command.",
-        input_schema=Command,
-        capabilities={"sandbox": sandbox},
-        execute=execute,
-    )
-
-    async def main() -> None:
-        model = ScriptedModel([tool_call("run", {"command": command}), text("done")])
-        agent = define_agent(name="coder", model=model, tools={"run": run})
-        binding = sandbox_capability(
-            provider=create_in_memory_sandbox_provider(),
-            seed=[SeedFile("/workspace/seed.txt", "seeded\\n")],
-        )
-        async with create_test_runtime(
-            agent=agent, capabilities={"sandbox": binding}, storage=SqliteStorage(database)
-        ) as runtime:
-            admin = runtime.admin(identity=None)
-            if new_thread == "new":
-                thread = await admin.create_thread(thread_id=thread_id)
-            else:
-                thread = admin.thread(thread_id)
-            await thread.send("go")
-        (result,) = results
-        print(json.dumps({"stdout": result.stdout, "reset": result.environment_reset}))
-
-    anyio.run(main, backend=backend)
-    """
-)
-
-
-def run_process(database: Path, backend: str, thread: str, command: str, *, new: bool) -> object:
-    """Run one process of the app above to its end; what its command gave."""
+def run_process(database: Path, backend: str, command: str, *, new: bool) -> object:
+    """Run one process of an app (this file run as a script, see the end) to its end: a runtime
+    over ``database`` whose agent runs ``command`` in thread THREAD's in-memory sandbox; what
+    the command gave."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            PROCESS,
-            str(database),
-            backend,
-            thread,
-            "new" if new else "old",
-            command,
-        ],
+        [sys.executable, __file__, str(database), backend, "new" if new else "old", command],
         capture_output=True,
         text=True,
         timeout=120,
@@ -107,10 +43,10 @@ def test_a_thread_resumed_in_a_new_process_says_its_sandbox_was_reset_and_has_it
     tmp_path: Path, anyio_backend: str
 ) -> None:
     database = tmp_path / "threads.db"
-    first = run_process(database, anyio_backend, THREAD, WRITE, new=True)
+    first = run_process(database, anyio_backend, WRITE, new=True)
     assert first == {"stdout": "seeded\n", "reset": False}
 
-    resumed = run_process(database, anyio_backend, THREAD, LOOK, new=False)
+    resumed = run_process(database, anyio_backend, LOOK, new=False)
 
     # The file the first process wrote is gone with it, the seed is back, and the result says so.
     assert resumed == {"stdout": "seeded\nseed.txt\n", "reset": True}
@@ -213,3 +149,16 @@ async def test_an_instance_forgotten_between_two_turns_is_re_created_and_the_thr
         ("seeded\n", False),
         ("seeded\nseed.txt\n", True),
     ]
+
+
+if __name__ == "__main__":  # one process of an app, for run_process
+
+    async def one_process(database: str, new_thread: str, command: str) -> None:
+        provider = create_in_memory_sandbox_provider()  # closed with the runtime's binding
+        (result,) = await send_in_new_runtime(
+            Path(database), provider, [command], new_thread=new_thread == "new"
+        )
+        print(json.dumps({"stdout": result.stdout, "reset": result.environment_reset}))
+
+    database, backend, new_thread, command = sys.argv[1:]
+    anyio.run(one_process, database, new_thread, command, backend=backend)
