@@ -52,7 +52,7 @@ from just_bash.commands import create_command_registry
 from just_bash.types import Command, CommandContext, ExecResult
 
 from pai.sandbox_inmemory import _coreutils, _scripts, _semantics, _texttools, _zones
-from pai.sandbox_inmemory._shell import BinaryText, decode, names_the_bytes
+from pai.sandbox_inmemory._shell import BinaryText, decode, names_the_bytes, patch_redirections
 
 __all__ = [
     "COMMAND_AUDIT",
@@ -751,6 +751,7 @@ def patch_just_bash(memory_message: str = "out of memory") -> None:
     printf_module.bytes = _RawBytes  # pyright: ignore[reportAttributeAccessIssue]
     _zoned_printf(printf_module)
     expansion.eval = _arith_eval  # pyright: ignore[reportAttributeAccessIssue]
+    patch_redirections()
     _coreutils.patch_interpreter()
     _scripts.patch_scripts()
     _texttools.patch_query_engine()  # jq's semantics for jq, yq and xan alike, from the start

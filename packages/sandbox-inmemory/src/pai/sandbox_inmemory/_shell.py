@@ -27,7 +27,7 @@ from just_bash.fs import InMemoryFs
 from just_bash.fs.in_memory_fs import DirentEntry
 from just_bash.interpreter import ExecutionLimitError
 from just_bash.interpreter.interpreter import Interpreter
-from just_bash.types import Command, FsStat
+from just_bash.types import Command, ExecResult, FsStat
 
 from pai.sandbox_inmemory._protocol import HEADER, decode_body, encode_head
 from pai.sandbox_inmemory._scripts import SUBSCRIPT_MESSAGE as _SUBSCRIPT_MESSAGE
@@ -40,10 +40,12 @@ __all__ = [
     "EXIT_UNSUPPORTED",
     "BinaryText",
     "Channel",
+    "RedirectionFailed",
     "RemoteFs",
     "ScriptResult",
     "decode",
     "encode",
+    "patch_redirections",
     "run_script",
 ]
 
@@ -172,6 +174,35 @@ def _caller_code() -> CodeType | None:
     return caller.f_code if caller is not None else None
 
 
+class RedirectionFailed(BaseException):  # not Exception: just-bash's handler must not catch it
+    """A redirection's file could not be written (a folder, a missing folder, a full budget)."""
+
+    def __init__(self, path: str, error: OSError) -> None:
+        super().__init__(path, error)
+        self.path = path
+        self.reason = str(error)
+
+
+def patch_redirections() -> None:
+    """A redirection that fails discards the command's output, as in bash (where the command
+    never runs): just-bash's handler kept the output it had not written yet, so
+    ``echo y > missing/f`` printed ``y``. Applied in the worker only."""
+    interpreter: Any = Interpreter
+    process: Callable[..., Any] = interpreter._process_output_redirections
+
+    async def process_output_redirections(
+        self: Interpreter, redirections: list[Any], result: ExecResult
+    ) -> ExecResult:
+        try:
+            return await process(self, redirections, result)
+        except RedirectionFailed as failed:
+            return ExecResult(
+                stdout="", stderr=f"bash: {failed.path}: {failed.reason}\n", exit_code=1
+            )
+
+    interpreter._process_output_redirections = process_output_redirections
+
+
 def _stat(document: object) -> FsStat:
     assert isinstance(document, dict)
     fields: dict[str, Any] = document  # pyright: ignore[reportUnknownVariableType]
@@ -215,10 +246,15 @@ class RemoteFs(InMemoryFs):
 
     async def write_file(self, path: str, content: str | bytes, encoding: str = "utf-8") -> None:
         data = encode(content, encoding) if isinstance(content, str) else bytes(content)
-        if self._append_to == path and _caller_code() is _REDIRECTIONS:
-            self._call("append", path, payload=data)
-        else:
-            self._call("write", path, payload=data)
+        redirecting = _caller_code() is _REDIRECTIONS
+        try:
+            self._call(
+                "append" if redirecting and self._append_to == path else "write", path, payload=data
+            )
+        except OSError as error:
+            if redirecting:  # past just-bash's own handler: see patch_redirections
+                raise RedirectionFailed(path, error) from error
+            raise
 
     async def append_file(self, path: str, content: str | bytes, encoding: str = "utf-8") -> None:
         data = encode(content, encoding) if isinstance(content, str) else bytes(content)

@@ -654,6 +654,25 @@ class SandboxProviderConformance:
         assert [(e.name, e.type) for e in await sandbox.list_dir("src")] == [("keep.txt", "file")]
         assert await sandbox.read_text("src/keep.txt") == "kept"
 
+    async def test_a_shell_redirection_never_replaces_a_folder_or_makes_one(
+        self, provider: SandboxProvider
+    ) -> None:
+        # A shell writes through the kernel's rules, as the file API does: `> folder` fails and
+        # keeps the folder, `> missing/f` fails and makes nothing, and the line goes on.
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("src/keep.txt", "kept")
+        result = await sandbox.run_command(
+            "echo x > src; echo over=$?; echo y > nowhere/f.txt; echo below=$?; echo end"
+        )
+        assert result.exit_code == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[-1] == "end"
+        assert [line.split("=")[0] for line in lines[:2]] == ["over", "below"]
+        assert all(line.split("=")[1] != "0" for line in lines[:2]), result.stdout
+        assert result.stderr.strip() != "", "the failures say nothing on stderr"
+        assert [(e.name, e.type) for e in await sandbox.list_dir("src")] == [("keep.txt", "file")]
+        assert not await sandbox.exists("nowhere")
+
     async def test_writing_the_workspace_itself_raises_and_the_sandbox_keeps_working(
         self, provider: SandboxProvider
     ) -> None:
