@@ -9,7 +9,7 @@ the in-memory sandbox has no such program, and ``find -mtime`` counts whole days
 
 The sandbox's identity is fixed and the same everywhere: the user ``user`` (uid 1000) in the
 group ``user`` (gid 1000), a Linux kernel of :data:`UNAME`, and a host name derived from the
-instance key (:func:`instance_hostname`), which the worker sets per command (``use_hostname``).
+instance key (the provider computes it), which the worker sets per command (``use_hostname``).
 Times are the filesystem's own (``HostFs`` entries carry real modification times), shown in the
 shell's ``TZ`` as ``_zones`` reads it from the sandbox's files, never through the C library.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import calendar
 import contextlib
-import hashlib
 import math
 import posixpath
 import re
@@ -33,9 +32,9 @@ from typing import Any
 from just_bash.types import Command, CommandContext, ExecResult
 
 from pai.sandbox_inmemory import _zones
+from pai.sandbox_inmemory._protocol import DEVICES
 
 __all__ = [
-    "DEVICES",
     "GID",
     "GROUP",
     "UID",
@@ -43,18 +42,11 @@ __all__ = [
     "USER",
     "DateError",
     "format_time",
-    "instance_hostname",
     "parse_date",
     "patch_interpreter",
     "replaced_commands",
     "use_hostname",
 ]
-
-DEVICES: dict[str, tuple[int, int]] = {"/dev/null": (1, 3), "/dev/zero": (1, 5)}
-"""The character devices every instance has (path -> major and minor number, as Linux numbers
-them), which the host's filesystem (``HostFs``) keeps: writes to them vanish; ``/dev/null``
-reads as empty; ``/dev/zero`` has no end, so a read of the whole file fails with a message
-(``head -c N /dev/zero`` reads it)."""
 
 USER = "user"
 """The sandbox's one user, as ``whoami``, ``id -un``, ``$USER`` and ``ls -l`` show it."""
@@ -76,16 +68,6 @@ kernel on x86-64, named so that no one mistakes it for the host's."""
 
 _DEFAULT_HOSTNAME = "sandbox"
 _hostname = [_DEFAULT_HOSTNAME]
-
-
-def instance_hostname(key: str) -> str:
-    """The host name of the instance for ``key``: 12 hex digits of a hash of the key (the
-    shape of a Docker container's host name), the same for every incarnation of the key.
-
-    >>> instance_hostname("thread-1") == instance_hostname("thread-1")
-    True
-    """
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def use_hostname(name: object) -> str:
@@ -1765,7 +1747,7 @@ class _Whoami:
 
 
 class _Hostname:
-    """``hostname``: the instance's host name (:func:`instance_hostname`); it cannot be set."""
+    """``hostname``: the instance's host name (set per command by the worker); it cannot be set."""
 
     name = "hostname"
 

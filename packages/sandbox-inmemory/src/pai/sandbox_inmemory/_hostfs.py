@@ -27,8 +27,8 @@ from just_bash.fs.in_memory_fs import (
     SymlinkEntry,
 )
 
-from pai.sandbox_inmemory._coreutils import DEVICES
 from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError
+from pai.sandbox_inmemory._protocol import DEVICES
 
 __all__ = ["ENTRY_OVERHEAD", "PATH_MAX", "HostFs", "drive", "serve_frame"]
 

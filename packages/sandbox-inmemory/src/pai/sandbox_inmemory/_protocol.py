@@ -15,6 +15,7 @@ import json
 import struct
 
 __all__ = [
+    "DEVICES",
     "HEADER",
     "MAX_JSON",
     "WORKER_ENVIRONMENT",
@@ -34,6 +35,12 @@ WORKER_ENVIRONMENT: dict[str, str] = {"TZ": "UTC0", "LC_ALL": "C"}
 """A worker's whole process environment, fixed for its life (it refuses ``os.putenv``): the C
 library never looks up a time zone, a locale or a terminal by a name a command chose. A
 sandbox's variables (``env``, ``export``) live in the shell interpreter only."""
+
+DEVICES: dict[str, tuple[int, int]] = {"/dev/null": (1, 3), "/dev/zero": (1, 5)}
+"""The character devices every instance has (path -> major and minor number, as Linux numbers
+them), which the host's filesystem (``HostFs``) keeps and the worker's commands show: writes to
+them vanish; ``/dev/null`` reads as empty; ``/dev/zero`` has no end, so a read of the whole file
+fails with a message (``head -c N /dev/zero`` reads it)."""
 
 
 class ProtocolError(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 import uuid
@@ -31,7 +32,6 @@ from pai.sandbox import (
     SandboxVanishedError,
 )
 from pai.sandbox_inmemory import _files
-from pai.sandbox_inmemory._coreutils import instance_hostname
 from pai.sandbox_inmemory._errors import budget_message
 from pai.sandbox_inmemory._hostfs import HostFs, drive, serve_frame
 from pai.sandbox_inmemory._isolation import Isolation, expected_isolation
@@ -330,7 +330,7 @@ class InMemorySandboxInstance:
                 "stdin": stdin is not None,
                 "limits": runtime.limits_document,
                 "output_limit": output_limit,
-                "hostname": instance_hostname(state.key),
+                "hostname": _hostname(state.key),
             },
             stdin or b"",
         )
@@ -665,3 +665,11 @@ def create_in_memory_sandbox_provider(
     return InMemorySandboxProvider(
         limits=limits, memory_budget=memory_budget, max_workers=max_workers
     )
+
+
+def _hostname(key: str) -> str:
+    """The host name of the instance for ``key`` (``hostname``, ``uname -n``, ``$HOSTNAME``):
+    12 hex digits of a hash of the key, the shape of a Docker container's, the same for every
+    incarnation of the key. Here, not in the worker's ``_coreutils``, so that the host never
+    imports the command code."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]

@@ -8,6 +8,8 @@ Runs inside a worker process only (see ``_worker.py``). What this module adds to
   host applies atomically, so concurrent appends lose nothing.
 - Binary-safe text: just-bash passes text around as ``str``; bytes that are not UTF-8 travel as
   lone surrogates (``surrogateescape``) and :class:`BinaryText` encodes back to those bytes.
+- :func:`patch_redirections`: a redirection whose file cannot be written discards the
+  command's output, as in bash (just-bash kept what it had not written yet).
 - :func:`run_script`: one command line in a fresh interpreter (its own variables, cwd and stdin,
   like ``sh -c``); interpreter failures (a limit, a crash, memory) become results.
 """
