@@ -12,7 +12,8 @@
 #    socket, state and log in a temporary folder (so it never meets a system engine), points
 #    DOCKER_HOST at it and waits until it answers (at most PAI_DOCKERD_WAIT seconds, 60 by
 #    default); if it does not, prints its log and fails.
-# 3. Image: builds ${PAI_DOCKER_TEST_IMAGE:-pai-test-busybox:latest} (scripts/build-test-image.sh).
+# 3. Images: builds ${PAI_DOCKER_TEST_IMAGE:-pai-test-busybox:latest} and
+#    ${PAI_DOCKER_BASH_TEST_IMAGE:-pai-test-bash:latest} (scripts/build-test-image.sh).
 # 4. Runs the command, then stops the dockerd it started (whatever the command's outcome) and
 #    exits with the command's status.
 #

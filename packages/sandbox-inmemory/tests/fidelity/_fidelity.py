@@ -122,30 +122,34 @@ class Outcome:
     timed_out: bool = False
 
 
-def describe_difference(bash: Outcome, mine: Outcome) -> str | None:
-    """How the in-memory outcome differs from bash's, in a few words; ``None`` when identical
-    (stdout equal, stderr both empty or both non-empty, exit codes equal)."""
+def describe_difference(bash: Outcome, mine: Outcome, reference: str = "bash") -> str | None:
+    """How the in-memory outcome differs from bash's (or ``reference``'s), in a few words;
+    ``None`` when identical (stdout equal, stderr both empty or both non-empty, exit codes
+    equal)."""
     parts: list[str] = []
     if mine.timed_out and not bash.timed_out:
         parts.append("times out")
     elif bash.timed_out and not mine.timed_out:
-        parts.append("bash times out")
+        parts.append(f"{reference} times out")
     if mine.stdout != bash.stdout:
         parts.append("stdout")
     if bool(mine.stderr) != bool(bash.stderr):
         parts.append("stderr " + ("printed" if mine.stderr else "missing"))
     if mine.exit_code != bash.exit_code and not mine.timed_out:
-        parts.append(f"exit {mine.exit_code} (bash {bash.exit_code})")
+        parts.append(f"exit {mine.exit_code} ({reference} {bash.exit_code})")
     return "; ".join(parts) if parts else None
 
 
 def compare(
-    cases: Sequence[Case], bash: Mapping[str, Outcome], mine: Mapping[str, Outcome]
+    cases: Sequence[Case],
+    bash: Mapping[str, Outcome],
+    mine: Mapping[str, Outcome],
+    reference: str = "bash",
 ) -> dict[str, str]:
     """``{case name: difference}`` for every case that differs."""
     found: dict[str, str] = {}
     for case in cases:
-        difference = describe_difference(bash[case.name], mine[case.name])
+        difference = describe_difference(bash[case.name], mine[case.name], reference)
         if difference is not None:
             found[case.name] = difference
     return found
@@ -280,10 +284,10 @@ def run_all_in_bash(cases: Sequence[Case], jobs: int = 4) -> dict[str, Outcome]:
         return {case.name: outcome for case, outcome in zip(cases, outcomes, strict=True)}
 
 
-# -- the in-memory provider ---------------------------------------------------------------------
+# -- a provider: in-memory, or Docker for the skills group -------------------------------------
 
 
-async def run_all_in_memory(
+async def run_all_in_sandbox(
     provider: SandboxProvider,
     cases: Sequence[Case],
     *,
@@ -291,8 +295,8 @@ async def run_all_in_memory(
     timeout: float = TIMEOUT,
 ) -> dict[str, Outcome]:
     """Every case in a fresh instance of ``provider`` (seeded with the case's files), ``jobs``
-    at a time: no more than the provider's ``max_workers``, since a command waiting for a free
-    worker spends its timeout."""
+    at a time: no more than the in-memory provider's ``max_workers``, since a command waiting
+    for a free worker spends its timeout. Each instance is disposed of afterwards."""
     sessions = create_sandbox_session_manager(provider=provider)
     limiter = anyio.CapacityLimiter(jobs)
     outcomes: dict[str, Outcome] = {}

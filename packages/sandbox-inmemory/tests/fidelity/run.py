@@ -34,7 +34,7 @@ from fidelity._fidelity import (
     read_table,
     rewrite_table,
     run_all_in_bash,
-    run_all_in_memory,
+    run_all_in_sandbox,
     select,
     summary,
 )
@@ -64,7 +64,7 @@ def _indent(text: str) -> str:
 async def _in_memory(cases: list[Case]) -> dict[str, Outcome]:
     provider = create_in_memory_sandbox_provider()
     try:
-        return await run_all_in_memory(provider, cases)
+        return await run_all_in_sandbox(provider, cases)
     finally:
         await provider.aclose()
 

@@ -30,7 +30,7 @@ from fidelity._fidelity import (
     render_summary,
     rewrite_table,
     run_all_in_bash,
-    run_all_in_memory,
+    run_all_in_sandbox,
     table_problems,
 )
 from inmemory_helpers import MakeProvider
@@ -59,7 +59,7 @@ def bash_outcomes() -> dict[str, Outcome]:
 async def test_every_difference_from_bash_is_in_the_readme_table_and_nothing_else(
     bash_outcomes: dict[str, Outcome], make_provider: MakeProvider
 ) -> None:
-    mine = await run_all_in_memory(make_provider(), CASES)
+    mine = await run_all_in_sandbox(make_provider(), CASES)
     differences = compare(CASES, bash_outcomes, mine)
     table = read_table(README.read_text(encoding="utf-8"))
     problems = table_problems(table, expected_table(len(CASES), differences, table), NAMES)
