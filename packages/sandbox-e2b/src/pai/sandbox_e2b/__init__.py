@@ -23,14 +23,14 @@ from pai.sandbox_e2b._errors import E2BUnreachableError as E2BUnreachableError
 # Names resolve on first use: plugin discovery imports this package (for its entry-point module,
 # ``_plugin``), and must not pay for importing the e2b SDK until the provider is chosen.
 if TYPE_CHECKING:
+    from pai.sandbox_e2b._instance import E2BSandboxInstance as E2BSandboxInstance
     from pai.sandbox_e2b._options import E2BOptions as E2BOptions
-    from pai.sandbox_e2b._provider import E2BSandboxInstance as E2BSandboxInstance
     from pai.sandbox_e2b._provider import E2BSandboxProvider as E2BSandboxProvider
     from pai.sandbox_e2b._provider import key_hash as key_hash
 
 _LAZY = {
     "E2BOptions": "pai.sandbox_e2b._options",
-    "E2BSandboxInstance": "pai.sandbox_e2b._provider",
+    "E2BSandboxInstance": "pai.sandbox_e2b._instance",
     "E2BSandboxProvider": "pai.sandbox_e2b._provider",
     "key_hash": "pai.sandbox_e2b._provider",
 }

@@ -27,10 +27,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from pai.sandbox_e2b._emulator import E2BEmulator as E2BEmulator
-from pai.sandbox_e2b._emulator import EmulatedRequest as EmulatedRequest
-from pai.sandbox_e2b._emulator import EmulatedSandbox as EmulatedSandbox
 from pai.sandbox_e2b._errors import E2BEmulatorUnavailableError as _Unavailable
+from pai.sandbox_e2b.testing._emulator import E2BEmulator as E2BEmulator
+from pai.sandbox_e2b.testing._emulator import EmulatedRequest as EmulatedRequest
+from pai.sandbox_e2b.testing._emulator import EmulatedSandbox as EmulatedSandbox
 
 REQUIRE_ENV = "PAI_REQUIRE_E2B_EMULATOR"
 """Set to ``1`` (CI does) to make tests fail, not skip, where the emulator cannot start."""

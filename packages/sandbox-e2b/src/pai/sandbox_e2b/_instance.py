@@ -1,0 +1,597 @@
+"""One E2B sandbox's operations: commands and files, through envd (the sandbox's own agent).
+
+Commands go to envd's process service directly (the SDK's connect-rpc client, transport and
+codec), so output arrives as the bytes the command wrote; files go through the SDK's filesystem
+calls. :mod:`pai.sandbox_e2b._provider` makes, finds and kills the sandboxes these run in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import posixpath
+import shlex
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import anyio
+import httpx
+from connectrpc.errors import ConnectError
+from e2b import (
+    AsyncSandbox,
+    CommandExitException,
+    EntryInfo,
+    FileType,
+    InvalidArgumentException,
+    NotFoundException,
+    SandboxException,
+    SandboxNotFoundException,
+    SandboxNotRunningException,
+    SandboxUnreachableException,
+    TimeoutException,
+)
+from e2b.api.client_async import get_envd_api
+from e2b.connection_config import KEEPALIVE_PING_HEADER, KEEPALIVE_PING_INTERVAL_SEC
+from e2b.envd.api import acheck_sandbox_health
+from e2b.envd.client_async import as_stream, create_rpc_client, first_event
+from e2b.envd.process import process_connect, process_pb
+from e2b.envd.rpc import ahandle_rpc_exception_with_health
+from e2b.envd.utils import authentication_header, timeout_to_ms
+from packaging.version import Version
+from protobuf import Oneof
+
+from pai.sandbox.provider import (
+    DirEntry,
+    EntryType,
+    FileWrite,
+    OutputCallback,
+    RawCommandResult,
+    SandboxDirectoryNotEmptyError,
+    SandboxFileExistsError,
+    SandboxFileNotFoundError,
+    SandboxFileTooLargeError,
+    SandboxInputError,
+    SandboxIsADirectoryError,
+    SandboxNotADirectoryError,
+    SandboxProviderError,
+    SandboxVanishedError,
+)
+from pai.sandbox_e2b._errors import E2BError
+
+if TYPE_CHECKING:
+    from pai.sandbox_e2b._provider import E2BSandboxProvider
+
+_log = logging.getLogger("pai.sandbox_e2b")
+
+T = TypeVar("T")
+
+#: The environment variable marking every process a command starts (for the timeout kill).
+RUN_MARKER = "PAI_RUN"
+
+_TIMEOUT_EXIT = 124
+_SERVER_GRACE = 5.0  # envd's own deadline: the timeout plus this
+_STDIN_CHUNK = 1024 * 1024
+
+
+# -- shell snippets (run by bash -l -c in the sandbox) ----------------------------------------
+
+# The command, its folder and the marker arrive in the environment, so nothing is quoted into the
+# command line; a missing folder is a result (exit 1 and the shell's message), not an error. The
+# command runs in envd's own bash (no second shell to start): eval sees the text as `bash -c`
+# would.
+_RUN = (
+    'cd -- "$PAI_CWD" || exit 1; __pai_c=$PAI_CMD; unset PAI_CWD PAI_CMD; '
+    'eval "unset __pai_c; $__pai_c"'
+)
+
+# Kills every process that carries the run's marker in its environment or descends from the
+# command's process, repeating until none is left ($1 marker, $2 the command's pid).
+_KILL = r"""
+m="PAI_RUN=$1"; top=$2; me=$$; i=0
+while [ $i -lt 20 ]; do
+  found=0; tree=" $top "; grown=1
+  while [ $grown = 1 ]; do
+    grown=0
+    for d in /proc/[0-9]*; do
+      p=${d#/proc/}
+      case "$tree" in *" $p "*) continue;; esac
+      read -r s < "$d/stat" 2>/dev/null || continue
+      s=${s##*) }; set -- $s
+      case "$tree" in *" $2 "*) tree="$tree$p "; grown=1;; esac
+    done
+  done
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    [ "$p" = "$me" ] && continue
+    case "$tree" in *" $p "*) kill -9 "$p" 2>/dev/null && found=1; continue;; esac
+    if grep -qzxF "$m" "$d/environ" 2>/dev/null; then kill -9 "$p" 2>/dev/null && found=1; fi
+  done
+  [ $found = 0 ] && exit 0
+  i=$((i+1))
+done
+exit 0
+"""
+
+
+def _entry_type(entry: EntryInfo) -> EntryType:
+    if entry.type == FileType.SYMLINK:
+        return "symlink"
+    if entry.type == FileType.DIR:
+        return "directory"
+    if entry.type == FileType.FILE:
+        return "file"
+    return "other"
+
+
+def _event_payload(response: Any) -> tuple[str, Any] | None:
+    event = getattr(response, "event", None)
+    inner = getattr(event, "event", None) if event is not None else None
+    return _oneof(inner)
+
+
+def _oneof(value: object) -> tuple[str, object] | None:
+    if isinstance(value, Oneof):
+        chosen = cast("Oneof[str, object]", value)
+        return str(chosen.field), chosen.value
+    return None
+
+
+def _start_pid(response: Any) -> int:
+    payload = _event_payload(response)
+    if payload is None or payload[0] != "start":
+        raise SandboxProviderError(f"envd did not start the command: {response!r}")
+    return int(getattr(payload[1], "pid", 0))
+
+
+class _Output:
+    """One output stream, capped at ``limit`` bytes while it streams."""
+
+    def __init__(self, limit: int, callback: OutputCallback | None) -> None:
+        self.limit = limit
+        self.callback = callback
+        self.kept: list[bytes] = []
+        self.size = 0
+        self.truncated = False
+
+    def receive(self, data: bytes) -> None:
+        room = self.limit - self.size
+        if len(data) > room:
+            self.truncated = True
+            data = data[: max(room, 0)]
+        if not data:
+            return
+        self.kept.append(data)
+        self.size += len(data)
+        if self.callback is not None:
+            self.callback(data)
+
+    def value(self) -> bytes:
+        return b"".join(self.kept)
+
+
+class E2BSandboxInstance:
+    """One sandbox: an ``AsyncSandbox`` connection, used through envd (commands and files)."""
+
+    def __init__(self, provider: E2BSandboxProvider, key: str, sandbox: AsyncSandbox) -> None:
+        self._provider = provider
+        self._key = key
+        self._sandbox = sandbox
+        self._user = provider.user
+        config = sandbox.connection_config
+        # Commands go through envd's process service directly (the SDK's connect-rpc client,
+        # transport and codec), so output arrives as the bytes the command wrote.
+        self._rpc: Any = create_rpc_client(
+            process_connect.ProcessClient, sandbox.envd_api_url, config
+        )
+        self._health_api = get_envd_api(config, sandbox.envd_api_url, retry_connect=False)
+        # With a user named, the header does not depend on the envd version.
+        self._auth: dict[str, str] = authentication_header(Version("0.4.0"), provider.user)
+
+    @property
+    def key(self) -> str:
+        """The instance key."""
+        return self._key
+
+    @property
+    def instance_id(self) -> str:
+        """The E2B sandbox id."""
+        return self._sandbox.sandbox_id
+
+    @property
+    def sandbox(self) -> AsyncSandbox:
+        """The SDK's sandbox object (for what this provider does not cover)."""
+        return self._sandbox
+
+    def __repr__(self) -> str:
+        return f"E2BSandboxInstance(key={self._key!r}, sandbox={self.instance_id!r})"
+
+    # -- errors -----------------------------------------------------------------------------
+
+    def _vanished(self, error: BaseException) -> SandboxVanishedError:
+        return SandboxVanishedError(
+            f"E2B sandbox {self.instance_id} (key {self._key!r}) is gone: {error}"
+        )
+
+    async def _resume(self) -> bool:
+        """Connect again (which resumes a paused sandbox); ``False`` when it no longer exists."""
+        try:
+            await self._provider.connect(self.instance_id)
+        except (SandboxNotFoundException, E2BError):
+            return False
+        return True
+
+    async def _guard(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """``operation``; a sandbox reported gone is connected to again (resumed) and the
+        operation retried once, else :class:`SandboxVanishedError`: no E2B "not found" or "not
+        running" error for the sandbox itself leaves here."""
+        try:
+            return await self._reach(operation)
+        except (SandboxNotRunningException, SandboxNotFoundException) as error:
+            if not await self._resume():
+                raise self._vanished(error) from error
+        try:
+            return await self._reach(operation)
+        except (SandboxNotRunningException, SandboxNotFoundException) as error:
+            raise self._vanished(error) from error
+
+    async def _reach(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """``operation``, a sandbox that does not answer made a clear error naming its URL."""
+        try:
+            return await operation()
+        except (SandboxNotRunningException, SandboxNotFoundException):
+            raise
+        except (TimeoutException, httpx.TransportError) as error:
+            raise self._provider.unreachable_sandbox(self._sandbox, error) from error
+
+    def _failed(self, what: str, path: str, error: BaseException) -> SandboxProviderError:
+        return SandboxProviderError(
+            f"E2B {what} of {path!r} failed in sandbox {self.instance_id}: {error}"
+        )
+
+    # -- commands ---------------------------------------------------------------------------
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        stdin: bytes | None,
+        timeout: float | None,
+        output_limit: int,
+        on_stdout: OutputCallback | None = None,
+        on_stderr: OutputCallback | None = None,
+    ) -> RawCommandResult:
+        """Run ``command`` in envd's ``bash -l``; see :mod:`pai.sandbox.provider` for the
+        contract (a timeout kills inside the sandbox, exit code 124)."""
+        marker = uuid.uuid4().hex
+        streams = {
+            "stdout": _Output(output_limit, on_stdout),
+            "stderr": _Output(output_limit, on_stderr),
+        }
+        envs = {**env, RUN_MARKER: marker, "PAI_CWD": cwd, "PAI_CMD": command}
+        server_timeout = timeout + _SERVER_GRACE if timeout is not None else None
+        events = await self._guard(lambda: self._start(envs, stdin is not None, server_timeout))
+        first, stream = events
+        pid = _start_pid(first)
+        exit_codes: list[int] = []
+        failures: list[BaseException] = []
+        done = anyio.Event()
+
+        async def consume() -> None:
+            try:
+                async for response in stream:
+                    payload = _event_payload(response)
+                    if payload is None:
+                        continue
+                    kind, value = payload
+                    if kind == "data":
+                        output = _oneof(getattr(value, "output", None))
+                        if output is not None and output[0] in streams:
+                            streams[output[0]].receive(bytes(cast("bytes", output[1])))
+                    elif kind == "end":
+                        exit_codes.append(int(getattr(value, "exit_code", -1)))
+            except Exception as error:  # an ended stream, a callback that raised, ...
+                failures.append(error)
+            finally:
+                done.set()
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await stream.aclose()
+
+        async def feed(data: bytes) -> None:
+            try:
+                for offset in range(0, len(data), _STDIN_CHUNK):
+                    await self._send_stdin(pid, data[offset : offset + _STDIN_CHUNK])
+                await self._close_stdin(pid)
+            except Exception as error:  # the command ended (or stopped reading) before the end
+                _log.debug("stdin of an E2B command was not fully delivered: %s", error)
+
+        timed_out = False
+        async with anyio.create_task_group() as group:
+            group.start_soon(consume)
+            if stdin is not None:
+                group.start_soon(feed, stdin)
+            try:
+                with anyio.move_on_after(timeout):
+                    await done.wait()
+                if not done.is_set():
+                    timed_out = True
+                    with anyio.CancelScope(shield=True):
+                        await self._kill(pid, marker, done)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._kill(pid, marker, done)
+                raise
+            finally:
+                group.cancel_scope.cancel()
+        if not exit_codes and not timed_out:
+            # The stream stopped without an end: make sure nothing keeps running, then say why.
+            with anyio.CancelScope(shield=True):
+                await self._kill(pid, marker, done)
+            failure = failures[0] if failures else None
+            if failure is not None and not isinstance(failure, (SandboxException, ConnectError)):
+                raise failure  # e.g. an output callback raised
+            error = await self._rpc_error(failure) if failure is not None else None
+            if isinstance(error, (SandboxNotRunningException, SandboxNotFoundException)):
+                raise self._vanished(error) from error
+            if isinstance(error, TimeoutException) and not isinstance(
+                error, SandboxUnreachableException
+            ):
+                timed_out = True  # envd's own deadline ended it (the client's did not)
+            else:
+                raise SandboxProviderError(
+                    f"E2B command in sandbox {self.instance_id} ended without an exit code: "
+                    f"{error or 'the stream closed early'}"
+                ) from error
+        out, err = streams["stdout"], streams["stderr"]
+        return RawCommandResult(
+            stdout=out.value(),
+            stderr=err.value(),
+            exit_code=_TIMEOUT_EXIT if timed_out else (exit_codes[0] if exit_codes else -1),
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+        )
+
+    async def _start(
+        self, envs: Mapping[str, str], with_stdin: bool, timeout: float | None
+    ) -> tuple[Any, AsyncGenerator[Any, Any]]:
+        request = process_pb.StartRequest(
+            process=process_pb.ProcessConfig(
+                cmd="/bin/bash", envs=dict(envs), args=["-l", "-c", _RUN]
+            ),
+            stdin=with_stdin,
+        )
+        stream = as_stream(
+            self._rpc.start(
+                request,
+                headers={**self._auth, KEEPALIVE_PING_HEADER: str(KEEPALIVE_PING_INTERVAL_SEC)},
+                timeout_ms=timeout_to_ms(timeout),
+            )
+        )
+        try:
+            first = await first_event(stream, self._provider.request_timeout)
+        except Exception as error:
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+            raise await self._rpc_error(error) from error
+        return first, stream
+
+    async def _rpc_error(self, error: BaseException) -> BaseException:
+        if not isinstance(error, Exception):
+            return error
+        return cast(
+            "BaseException", await ahandle_rpc_exception_with_health(error, self._check_health)
+        )
+
+    async def _check_health(self) -> bool | None:
+        return await acheck_sandbox_health(self._health_api)
+
+    def _selector(self, pid: int) -> Any:
+        return process_pb.ProcessSelector(selector=Oneof("pid", pid))
+
+    async def _send_stdin(self, pid: int, data: bytes) -> None:
+        await self._rpc.send_input(
+            process_pb.SendInputRequest(
+                process=self._selector(pid),
+                input=process_pb.ProcessInput(input=Oneof("stdin", data)),
+            ),
+            timeout_ms=timeout_to_ms(self._provider.request_timeout),
+        )
+
+    async def _close_stdin(self, pid: int) -> None:
+        await self._rpc.close_stdin(
+            process_pb.CloseStdinRequest(process=self._selector(pid)),
+            timeout_ms=timeout_to_ms(self._provider.request_timeout),
+        )
+
+    async def _kill(self, pid: int, marker: str, done: anyio.Event) -> None:
+        """Kill the command and everything it started, inside the sandbox; then wait (briefly)
+        for its stream to end."""
+        with anyio.move_on_after(0.8):
+            try:
+                await self._rpc.send_signal(
+                    process_pb.SendSignalRequest(
+                        process=self._selector(pid), signal=process_pb.Signal.SIGKILL
+                    ),
+                    timeout_ms=timeout_to_ms(self._provider.request_timeout),
+                )
+            except Exception as error:  # the process may have ended already
+                _log.debug("killing an E2B command through envd failed: %s", error)
+            try:
+                await self._sandbox.commands.run(
+                    _KILL_COMMAND,
+                    envs={"PAI_KILL": marker, "PAI_TOP": str(pid)},
+                    user="root",
+                    timeout=10,
+                )
+            except Exception as error:
+                _log.debug("killing what an E2B command started failed: %s", error)
+        with anyio.move_on_after(0.15):
+            await done.wait()
+
+    # -- files ------------------------------------------------------------------------------
+
+    async def _info(self, path: str) -> EntryInfo | None:
+        """The entry at ``path`` itself (a link is not followed), or ``None``."""
+        try:
+            return await self._guard(lambda: self._sandbox.files.get_info(path, user=self._user))
+        except NotFoundException:
+            return None
+
+    async def _follow(self, path: str) -> tuple[str, EntryInfo] | None:
+        """The path and entry ``path`` leads to after following symbolic links (inside the
+        sandbox), or ``None`` when nothing is there (a dangling link included)."""
+        current = path
+        for _ in range(40):
+            info = await self._info(current)
+            if info is None:
+                return None
+            if info.type != FileType.SYMLINK:
+                return current, info
+            target = info.symlink_target or ""
+            if not target:
+                return None
+            current = posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
+        raise SandboxFileNotFoundError(path, "too many levels of symbolic links")
+
+    async def _diagnose(self, path: str, error: BaseException, what: str) -> Exception:
+        """The specific error for a failed file operation on ``path``: a parent that is not a
+        folder, a folder where a file was expected, or nothing there."""
+        parts = path.strip("/").split("/")
+        for depth in range(1, len(parts)):
+            parent = "/" + "/".join(parts[:depth])
+            found = await self._follow(parent)
+            if found is None:
+                return SandboxFileNotFoundError(path)
+            if found[1].type != FileType.DIR:
+                return SandboxNotADirectoryError(path)
+        found = await self._follow(path)
+        if found is not None and found[1].type == FileType.DIR and what in ("write", "read"):
+            return SandboxIsADirectoryError(path)
+        if found is not None and found[1].type != FileType.DIR and what == "list_dir":
+            return SandboxNotADirectoryError(path)
+        if found is None and what in ("read", "list_dir", "remove"):
+            return SandboxFileNotFoundError(path)
+        return self._failed(what, path, error)
+
+    async def read_file(self, path: str, *, max_bytes: int) -> bytes:
+        """The file's bytes, its size checked (``Stat``) before the transfer."""
+        found = await self._follow(path)
+        if found is None:
+            raise await self._diagnose(path, FileNotFoundError(path), "read")
+        target, info = found
+        if info.type == FileType.DIR:
+            raise SandboxIsADirectoryError(path)
+        if info.size > max_bytes:
+            raise SandboxFileTooLargeError(path, size=info.size, limit=max_bytes)
+        try:
+            reader = await self._guard(
+                lambda: self._sandbox.files.read(target, format="stream", user=self._user)
+            )
+        except NotFoundException:
+            raise SandboxFileNotFoundError(path) from None
+        except InvalidArgumentException as error:
+            raise await self._diagnose(path, error, "read") from error
+        chunks: list[bytes] = []
+        size = 0
+        async with reader:
+            async for chunk in reader:
+                size += len(chunk)
+                if size > max_bytes:  # it grew after the size check: stop at the limit
+                    raise SandboxFileTooLargeError(path, size=size, limit=max_bytes)
+                chunks.append(bytes(chunk))
+        return b"".join(chunks)
+
+    async def write_files(self, files: Sequence[FileWrite]) -> None:
+        """All files in one ``files.write_files`` call (modes other than 0644 set after)."""
+        if not files:
+            return
+        entries: list[Any] = [{"path": f.path, "data": f.content} for f in files]
+        try:
+            await self._guard(lambda: self._sandbox.files.write_files(entries, user=self._user))
+        except (SandboxException, httpx.HTTPError) as error:
+            for file in files:
+                specific = await self._diagnose(file.path, error, "write")
+                if not isinstance(specific, SandboxProviderError):
+                    raise specific from error
+            raise self._failed("write", files[0].path, error) from error
+        modes: dict[int, list[str]] = {}
+        for file in files:
+            if file.mode & 0o7777 != 0o644:
+                modes.setdefault(file.mode & 0o7777, []).append(file.path)
+        if modes:
+            script = "; ".join(
+                f"chmod {mode:o} -- {shlex.join(paths)}" for mode, paths in modes.items()
+            )
+            try:
+                await self._guard(
+                    lambda: self._sandbox.commands.run(script, user=self._user, timeout=60)
+                )
+            except CommandExitException as error:
+                raise self._failed("chmod", files[0].path, error) from error
+
+    async def list_dir(self, path: str) -> Sequence[DirEntry]:
+        """The folder's entries, a link reported as itself."""
+        try:
+            listed = await self._guard(
+                lambda: self._sandbox.files.list(path, depth=1, user=self._user)
+            )
+        except (NotFoundException, InvalidArgumentException) as error:
+            raise await self._diagnose(path, error, "list_dir") from error
+        entries: list[DirEntry] = []
+        for entry in listed:
+            kind = _entry_type(entry)
+            entries.append(
+                DirEntry(
+                    entry.name,
+                    posixpath.join(path, entry.name),
+                    kind,
+                    0 if kind == "directory" else int(entry.size),
+                )
+            )
+        return sorted(entries, key=lambda e: e.name)
+
+    async def remove(self, path: str, *, recursive: bool) -> None:
+        """Remove a file, link or folder; a non-empty folder only with ``recursive`` (envd's own
+        remove is always recursive, so emptiness is checked here first)."""
+        if path == "/":
+            raise SandboxInputError("refusing to remove '/', the sandbox's root folder")
+        info = await self._info(path)
+        if info is None:
+            raise await self._diagnose(path, FileNotFoundError(path), "remove")
+        if info.type == FileType.DIR and not recursive and await self.list_dir(path):
+            raise SandboxDirectoryNotEmptyError(path)
+        try:
+            await self._guard(lambda: self._sandbox.files.remove(path, user=self._user))
+        except NotFoundException:
+            raise SandboxFileNotFoundError(path) from None
+
+    async def make_dir(self, path: str, *, parents: bool) -> None:
+        """Make a folder; its parent must exist unless ``parents`` (envd always makes them)."""
+        info = await self._info(path)
+        if info is not None:
+            found = await self._follow(path)
+            if parents and found is not None and found[1].type == FileType.DIR:
+                return
+            if parents:
+                raise SandboxFileExistsError(path, "it is not a folder")
+            raise SandboxFileExistsError(path)
+        if not parents:
+            parent = posixpath.dirname(path)
+            found = await self._follow(parent)
+            if found is None:
+                raise SandboxFileNotFoundError(path)
+            if found[1].type != FileType.DIR:
+                raise SandboxNotADirectoryError(path)
+        try:
+            await self._guard(lambda: self._sandbox.files.make_dir(path, user=self._user))
+        except SandboxException as error:
+            raise await self._diagnose(path, error, "make_dir") from error
+
+    async def exists(self, path: str) -> bool:
+        """Whether anything is there, following links (a dangling link is ``False``)."""
+        return await self._follow(path) is not None
+
+
+_KILL_COMMAND = f'sh -c {shlex.quote(_KILL)} pai-kill "$PAI_KILL" "$PAI_TOP"'
