@@ -648,6 +648,21 @@ async def test_a_redirected_loop_writes_to_the_redirection(
     assert await shell(instance, command) == ("---\n1\n2\n", "", 0)
 
 
+@pytest.mark.anyio
+async def test_a_failed_redirection_names_its_target_as_written(
+    instance: InMemorySandboxInstance,
+) -> None:
+    # bash -c 'f=nope/h; echo x > nope/f; echo x >> ./a/../$f' printed
+    # "bash: nope/f: No such file or directory", "bash: ./a/../nope/h: No such file or directory"
+    command = "f=nope/h; echo x > nope/f; echo x >> ./a/../$f"
+
+    assert await shell(instance, command) == (
+        "",
+        "bash: nope/f: No such file or directory\nbash: ./a/../nope/h: No such file or directory\n",
+        1,
+    )
+
+
 # -- quotes inside $(...) inside quotes --------------------------------------------------------------
 
 

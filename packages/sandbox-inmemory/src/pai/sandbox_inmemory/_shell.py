@@ -176,6 +176,15 @@ def _caller_code() -> CodeType | None:
     return caller.f_code if caller is not None else None
 
 
+def _redirection_target(default: str) -> str:
+    """The redirection's target as the script wrote it (bash names that, not the resolved
+    path), read from just-bash's redirection handler two frames up; ``default`` if absent."""
+    here = inspect.currentframe()
+    frame = here.f_back.f_back if here is not None and here.f_back is not None else None
+    written = frame.f_locals.get("original_target") if frame is not None else None
+    return written if isinstance(written, str) and written else default
+
+
 class RedirectionFailed(BaseException):  # not Exception: just-bash's handler must not catch it
     """A redirection's file could not be written (a folder, a missing folder, a full budget)."""
 
@@ -255,7 +264,7 @@ class RemoteFs(InMemoryFs):
             )
         except OSError as error:
             if redirecting:  # past just-bash's own handler: see patch_redirections
-                raise RedirectionFailed(path, error) from error
+                raise RedirectionFailed(_redirection_target(path), error) from error
             raise
 
     async def append_file(self, path: str, content: str | bytes, encoding: str = "utf-8") -> None:
