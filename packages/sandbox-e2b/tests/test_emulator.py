@@ -26,7 +26,7 @@ from e2b import (
 
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator
-from pai.sandbox_e2b.testing._emulator import opened_inside
+from pai.sandbox_e2b.testing._paths import opened_inside
 
 pytestmark = pytest.mark.anyio
 
