@@ -13,7 +13,12 @@ from collections.abc import Iterator
 import pytest
 
 from pai.sandbox.provider import SandboxInputError, SandboxProviderError
-from pai.sandbox_e2b import E2BApiKeyMissingError, E2BError, E2BSandboxProvider, E2BUnreachableError
+from pai.sandbox_e2b import (
+    E2BApiKeyMissingError,
+    E2BAuthenticationError,
+    E2BSandboxProvider,
+    E2BUnreachableError,
+)
 from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
@@ -50,10 +55,11 @@ async def test_a_wrong_api_key_is_refused_with_what_to_set(emulator: E2BEmulator
     provider = E2BSandboxProvider(
         api_key="e2b_wrong", api_url=emulator.url, sandbox_url=emulator.url
     )
-    with pytest.raises(E2BError) as raised:
+    with pytest.raises(E2BAuthenticationError) as raised:
         await provider.list_instances()
     assert "E2B_API_KEY" in str(raised.value)
     assert emulator.url in str(raised.value)
+    assert "e2b_wrong" not in str(raised.value)
 
 
 def test_under_trio_the_provider_says_it_needs_asyncio(emulator: E2BEmulator) -> None:

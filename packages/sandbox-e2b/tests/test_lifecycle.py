@@ -239,20 +239,6 @@ async def test_an_intermittent_not_found_is_retried_on_the_same_sandbox(
     assert sandbox_of(emulator, namespace, key).sandbox_id == held.sandbox_id
 
 
-async def test_a_not_found_that_persists_gives_a_fresh_sandbox_with_the_seed(
-    emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
-) -> None:
-    sandbox = sandbox_on(provider, key, SeedFile("/workspace/seed.txt", "seed\n"))
-    await sandbox.write_file("scratch.txt", "lost")
-    held = sandbox_of(emulator, namespace, key)
-    emulator.answer_not_found(held.sandbox_id, times=100)
-    result = await sandbox.run_command("cat seed.txt; ls")
-    assert result.environment_reset
-    assert result.stdout == "seed\nseed.txt\n"
-    assert sandbox_of(emulator, namespace, key).sandbox_id != held.sandbox_id
-    assert held.sandbox_id not in [s.sandbox_id for s in emulator.sandboxes()]
-
-
 async def test_a_batch_write_is_one_upload_request(
     emulator: E2BEmulator, namespace: str, provider: E2BSandboxProvider, key: str
 ) -> None:

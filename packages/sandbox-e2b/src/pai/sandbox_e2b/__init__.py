@@ -16,8 +16,14 @@ from typing import TYPE_CHECKING
 
 from pai.sandbox.provider import lazy_exports
 from pai.sandbox_e2b._errors import E2BApiKeyMissingError as E2BApiKeyMissingError
+from pai.sandbox_e2b._errors import E2BAuthenticationError as E2BAuthenticationError
 from pai.sandbox_e2b._errors import E2BEmulatorUnavailableError as E2BEmulatorUnavailableError
 from pai.sandbox_e2b._errors import E2BError as E2BError
+from pai.sandbox_e2b._errors import E2BRateLimitError as E2BRateLimitError
+from pai.sandbox_e2b._errors import E2BSandboxBusyError as E2BSandboxBusyError
+from pai.sandbox_e2b._errors import E2BServiceBusyError as E2BServiceBusyError
+from pai.sandbox_e2b._errors import E2BTemplateNotFoundError as E2BTemplateNotFoundError
+from pai.sandbox_e2b._errors import E2BTimeoutLimitError as E2BTimeoutLimitError
 from pai.sandbox_e2b._errors import E2BUnreachableError as E2BUnreachableError
 
 # Names resolve on first use: plugin discovery imports this package (for its entry-point module,
@@ -48,11 +54,17 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "E2BApiKeyMissingError",
+    "E2BAuthenticationError",
     "E2BEmulatorUnavailableError",
     "E2BError",
     "E2BOptions",
+    "E2BRateLimitError",
+    "E2BSandboxBusyError",
     "E2BSandboxInstance",
     "E2BSandboxProvider",
+    "E2BServiceBusyError",
+    "E2BTemplateNotFoundError",
+    "E2BTimeoutLimitError",
     "E2BUnreachableError",
     "key_hash",
 ]

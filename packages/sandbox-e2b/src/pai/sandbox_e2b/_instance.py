@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import httpx
+from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from e2b import (
     AsyncSandbox,
     CommandExitException,
     EntryInfo,
+    FileNotFoundException,
     FileType,
     InvalidArgumentException,
     NotFoundException,
@@ -35,6 +37,7 @@ from e2b.api.client_async import get_envd_api
 from e2b.connection_config import KEEPALIVE_PING_HEADER, KEEPALIVE_PING_INTERVAL_SEC
 from e2b.envd.api import acheck_sandbox_health
 from e2b.envd.client_async import as_stream, create_rpc_client, first_event
+from e2b.envd.filesystem import filesystem_connect, filesystem_pb
 from e2b.envd.process import process_connect, process_pb
 from e2b.envd.rpc import ahandle_rpc_exception_with_health
 from e2b.envd.utils import authentication_header, timeout_to_ms
@@ -57,7 +60,8 @@ from pai.sandbox.provider import (
     SandboxProviderError,
     SandboxVanishedError,
 )
-from pai.sandbox_e2b._errors import E2BError
+from pai.sandbox_e2b._errors import E2BError, E2BSandboxBusyError, E2BUnreachableError
+from pai.sandbox_e2b._failures import ATTEMPTS, backoff
 
 if TYPE_CHECKING:
     from pai.sandbox_e2b._provider import E2BSandboxProvider
@@ -85,41 +89,67 @@ _RUN = (
     'eval "unset __pai_c; $__pai_c"'
 )
 
-# Kills every process that carries the run's marker in its environment or descends from the
-# command's process, repeating until none is left ($1 marker, $2 the command's pid).
+# Kills the command's whole tree ($1 the run's marker, $2 the command's pid): every process that
+# descends from the command (by parent pid) or carries the marker in its environment, and every
+# orphan (adopted by pid 1) that started since the command did and carries no other command's
+# marker: a process that cleared its environment, left the session and lost its parent cannot be
+# traced, and is taken for this command's. Each pass stops (SIGSTOP) what it found, so nothing
+# found can fork again, and passes repeat until one finds nothing new; only then is anything
+# killed. Killing the leader first would re-parent its children to init, where a child that had
+# cleared its environment could no longer be told from any other orphan.
 _KILL = r"""
-m="PAI_RUN=$1"; top=$2; me=$$; i=0
-while [ $i -lt 20 ]; do
-  found=0; tree=" $top "; grown=1
-  while [ $grown = 1 ]; do
-    grown=0
-    for d in /proc/[0-9]*; do
-      p=${d#/proc/}
-      case "$tree" in *" $p "*) continue;; esac
-      read -r s < "$d/stat" 2>/dev/null || continue
-      s=${s##*) }; set -- $s
-      case "$tree" in *" $2 "*) tree="$tree$p "; grown=1;; esac
-    done
-  done
+m="PAI_RUN=$1"; tree=" $2 "; me=$$; t=
+if read -r s < "/proc/$2/stat" 2>/dev/null; then s=${s##*) }; set -- $s; t=${20}; fi
+scan() {
+  grown=0
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
     [ "$p" = "$me" ] && continue
-    case "$tree" in *" $p "*) kill -9 "$p" 2>/dev/null && found=1; continue;; esac
-    if grep -qzxF "$m" "$d/environ" 2>/dev/null; then kill -9 "$p" 2>/dev/null && found=1; fi
+    case "$tree" in *" $p "*) continue;; esac
+    read -r s < "$d/stat" 2>/dev/null || continue
+    s=${s##*) }; set -- $s
+    case "$tree" in *" $2 "*) tree="$tree$p "; grown=1; continue;; esac
+    if grep -qzxF "$m" "$d/environ" 2>/dev/null; then tree="$tree$p "; grown=1; continue; fi
+    if [ -n "$t" ] && [ "$2" = 1 ] && [ "${20}" -ge "$t" ] 2>/dev/null &&
+      ! grep -qz '^PAI_RUN=' "$d/environ" 2>/dev/null; then
+      tree="$tree$p "; grown=1
+    fi
   done
-  [ $found = 0 ] && exit 0
+}
+i=0
+while [ $i -lt 50 ]; do
+  scan
+  for p in $tree; do kill -STOP "$p" 2>/dev/null; done
+  [ $grown = 0 ] && break
   i=$((i+1))
 done
+for p in $tree; do kill -9 "$p" 2>/dev/null; done
 exit 0
 """
 
 
-def _entry_type(entry: EntryInfo) -> EntryType:
-    if entry.type == FileType.SYMLINK:
+def _is_link(entry: EntryInfo) -> bool:
+    """Whether ``entry`` is a symbolic link. envd up to 0.6.13 sends no ``is_symlink``: a link's
+    ``type`` is its target's (none when dangling) and only ``symlink_target`` tells it apart;
+    newer envd marks it, and the SDK then reports ``FileType.SYMLINK``."""
+    return entry.type == FileType.SYMLINK or entry.symlink_target is not None
+
+
+#: envd's "not found" for a folder listing, as the SDK's own listing reports it.
+_LIST_ERRORS: dict[Code, Callable[[str], Exception]] = {Code.NOT_FOUND: FileNotFoundException}
+
+
+def _listed_type(entry: Any) -> EntryType:
+    """The type of one of envd's raw ``EntryInfo`` messages (see :func:`_is_link`)."""
+    if (
+        entry.is_symlink
+        or entry.has_field("symlink_target")
+        or entry.type == filesystem_pb.FileType.SYMLINK
+    ):
         return "symlink"
-    if entry.type == FileType.DIR:
+    if entry.type == filesystem_pb.FileType.DIRECTORY:
         return "directory"
-    if entry.type == FileType.FILE:
+    if entry.type == filesystem_pb.FileType.FILE:
         return "file"
     return "other"
 
@@ -184,9 +214,16 @@ class E2BSandboxInstance:
         self._rpc: Any = create_rpc_client(
             process_connect.ProcessClient, sandbox.envd_api_url, config
         )
+        # Folders are listed through envd's filesystem service directly too: the SDK's list
+        # drops entries whose type it does not know, and envd up to 0.6.13 gives a dangling
+        # link no type.
+        self._fs_rpc: Any = create_rpc_client(
+            filesystem_connect.FilesystemClient, sandbox.envd_api_url, config
+        )
         self._health_api = get_envd_api(config, sandbox.envd_api_url, retry_connect=False)
         # With a user named, the header does not depend on the envd version.
         self._auth: dict[str, str] = authentication_header(Version("0.4.0"), provider.user)
+        self._lifetime = provider.lifetime(sandbox.sandbox_id)  # held: extended while in use
 
     @property
     def key(self) -> str:
@@ -208,41 +245,73 @@ class E2BSandboxInstance:
 
     # -- errors -----------------------------------------------------------------------------
 
-    def _vanished(self, error: BaseException) -> SandboxVanishedError:
+    async def _vanished(
+        self, error: BaseException, *, confirmed: bool = False
+    ) -> SandboxVanishedError | E2BError:
+        """The error for a sandbox reported gone: :class:`SandboxVanishedError` (the facade
+        re-creates it) once E2B's API confirms it no longer exists (asked here unless
+        ``confirmed``); else :class:`E2BUnreachableError`, the sandbox left as it is."""
+        if not confirmed:
+            state = await self._provider.state(self.instance_id)
+            if state is not None:
+                return E2BUnreachableError(
+                    f"lost E2B sandbox {self.instance_id} mid-operation ({error}), but E2B's API "
+                    f"says it is {state}: it was kept, and what the operation did is unknown; "
+                    "try again"
+                )
         return SandboxVanishedError(
             f"E2B sandbox {self.instance_id} (key {self._key!r}) is gone: {error}"
         )
 
-    async def _resume(self) -> bool:
-        """Connect again (which resumes a paused sandbox); ``False`` when it no longer exists."""
+    async def _resume(self, error: BaseException) -> None:
+        """Connect again (which resumes a paused sandbox); raises :class:`SandboxVanishedError`
+        when E2B's API says the sandbox no longer exists, and the API's own error (e.g.
+        :class:`E2BUnreachableError`) when it does not say."""
         try:
             await self._provider.connect(self.instance_id)
-        except (SandboxNotFoundException, E2BError):
-            return False
-        return True
+        except SandboxNotFoundException as gone:
+            raise await self._vanished(error, confirmed=True) from gone
+        except E2BSandboxBusyError as busy:  # 409: being killed, or still changing state
+            if await self._provider.state(self.instance_id) is None:
+                raise await self._vanished(error, confirmed=True) from busy
+            raise
 
     async def _guard(self, operation: Callable[[], Awaitable[T]]) -> T:
-        """``operation``; a sandbox reported gone is connected to again (resumed) and the
-        operation retried once, else :class:`SandboxVanishedError`: no E2B "not found" or "not
-        running" error for the sandbox itself leaves here."""
-        try:
-            return await self._reach(operation)
-        except (SandboxNotRunningException, SandboxNotFoundException) as error:
-            if not await self._resume():
-                raise self._vanished(error) from error
-        try:
-            return await self._reach(operation)
-        except (SandboxNotRunningException, SandboxNotFoundException) as error:
-            raise self._vanished(error) from error
+        """``operation``, with the sandbox kept alive (an extension starts beside it when one
+        is due, and is not waited for; no request otherwise) and E2B's "not found" for it
+        handled: the sandbox is connected to again (a paused one resumes) and the operation
+        retried; reported gone again, E2B's API is asked: gone, :class:`SandboxVanishedError`;
+        paused, resumed; running, retried after a backoff, a few times, then
+        :class:`E2BUnreachableError`. A sandbox that still runs is never given up for a
+        transient "not found"."""
+        self._provider.keep_alive(self.instance_id)
+        for attempt in range(ATTEMPTS):
+            try:
+                return await self._reach(operation)
+            except (SandboxNotRunningException, SandboxNotFoundException) as error:
+                if attempt == 0:
+                    await self._resume(error)
+                    continue
+                state = await self._provider.state(self.instance_id)
+                if state is None:
+                    raise await self._vanished(error, confirmed=True) from error
+                if attempt == ATTEMPTS - 1:
+                    raise E2BUnreachableError(
+                        f"E2B sandbox {self.instance_id} answered 'not found' {ATTEMPTS} times "
+                        f"in a row, but E2B's API says it is {state} ({error}); it was kept: "
+                        "try again in a moment"
+                    ) from error
+                if state == "paused":
+                    await self._resume(error)
+                else:
+                    await anyio.sleep(backoff(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
     async def _reach(self, operation: Callable[[], Awaitable[T]]) -> T:
-        """``operation``, a sandbox that does not answer made a clear error naming its URL."""
-        try:
-            return await operation()
-        except (SandboxNotRunningException, SandboxNotFoundException):
-            raise
-        except (TimeoutException, httpx.TransportError) as error:
-            raise self._provider.unreachable_sandbox(self._sandbox, error) from error
+        """``operation`` on envd, retried where E2B's answer shows it was not carried out; a
+        sandbox that does not answer, or E2B's refusals once retries are spent, made clear
+        errors naming the sandbox (see :meth:`E2BSandboxProvider.envd`)."""
+        return await self._provider.envd(self._sandbox, operation)
 
     def _failed(self, what: str, path: str, error: BaseException) -> SandboxProviderError:
         return SandboxProviderError(
@@ -334,7 +403,7 @@ class E2BSandboxInstance:
                 raise failure  # e.g. an output callback raised
             error = await self._rpc_error(failure) if failure is not None else None
             if isinstance(error, (SandboxNotRunningException, SandboxNotFoundException)):
-                raise self._vanished(error) from error
+                raise await self._vanished(error) from error
             if isinstance(error, TimeoutException) and not isinstance(
                 error, SandboxUnreachableException
             ):
@@ -408,16 +477,9 @@ class E2BSandboxInstance:
     async def _kill(self, pid: int, marker: str, done: anyio.Event) -> None:
         """Kill the command and everything it started, inside the sandbox; then wait (briefly)
         for its stream to end."""
-        with anyio.move_on_after(0.8):
-            try:
-                await self._rpc.send_signal(
-                    process_pb.SendSignalRequest(
-                        process=self._selector(pid), signal=process_pb.Signal.SIGKILL
-                    ),
-                    timeout_ms=timeout_to_ms(self._provider.request_timeout),
-                )
-            except Exception as error:  # the process may have ended already
-                _log.debug("killing an E2B command through envd failed: %s", error)
+        # The tree is found and stopped before anything dies (see _KILL); envd's SIGKILL of the
+        # command's own process is the backstop, should the kill command not run.
+        with anyio.move_on_after(5):
             try:
                 await self._sandbox.commands.run(
                     _KILL_COMMAND,
@@ -427,6 +489,16 @@ class E2BSandboxInstance:
                 )
             except Exception as error:
                 _log.debug("killing what an E2B command started failed: %s", error)
+        with anyio.move_on_after(0.8):
+            try:
+                await self._rpc.send_signal(
+                    process_pb.SendSignalRequest(
+                        process=self._selector(pid), signal=process_pb.Signal.SIGKILL
+                    ),
+                    timeout_ms=timeout_to_ms(self._provider.request_timeout),
+                )
+            except Exception as error:  # the process has ended already
+                _log.debug("killing an E2B command through envd failed: %s", error)
         with anyio.move_on_after(0.15):
             await done.wait()
 
@@ -447,12 +519,14 @@ class E2BSandboxInstance:
             info = await self._info(current)
             if info is None:
                 return None
-            if info.type != FileType.SYMLINK:
+            if not _is_link(info):
                 return current, info
             target = info.symlink_target or ""
-            if not target:
+            # envd resolves the whole chain, and names the link itself when the chain dangles.
+            following = posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
+            if not target or following == posixpath.normpath(current):
                 return None
-            current = posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
+            current = following
         raise SandboxFileNotFoundError(path, "too many levels of symbolic links")
 
     async def _diagnose(self, path: str, error: BaseException, what: str) -> Exception:
@@ -473,6 +547,10 @@ class E2BSandboxInstance:
             return SandboxNotADirectoryError(path)
         if found is None and what in ("read", "list_dir", "remove"):
             return SandboxFileNotFoundError(path)
+        if found is None and what == "write":
+            info = await self._info(path)
+            if info is not None and _is_link(info):  # a link whose target's folder is missing
+                return SandboxFileNotFoundError(path, "it is a link to a missing folder")
         return self._failed(what, path, error)
 
     async def read_file(self, path: str, *, max_bytes: int) -> bytes:
@@ -504,9 +582,13 @@ class E2BSandboxInstance:
         return b"".join(chunks)
 
     async def write_files(self, files: Sequence[FileWrite]) -> None:
-        """All files in one ``files.write_files`` call (modes other than 0644 set after)."""
+        """All files in one ``files.write_files`` call (modes other than 0644 set after); a
+        path given twice is written once, with its last content and mode."""
         if not files:
             return
+        # envd refuses a request naming one path twice (400 "cannot upload multiple files to the
+        # same path"); every provider lets the last write win.
+        files = list({posixpath.normpath(f.path): f for f in files}.values())
         entries: list[Any] = [{"path": f.path, "data": f.content} for f in files]
         try:
             await self._guard(lambda: self._sandbox.files.write_files(entries, user=self._user))
@@ -531,25 +613,32 @@ class E2BSandboxInstance:
             except CommandExitException as error:
                 raise self._failed("chmod", files[0].path, error) from error
 
+    async def _list(self, path: str) -> list[DirEntry]:
+        """Every entry of the folder, as envd sends it (an entry of no known type included)."""
+        try:
+            response = await self._fs_rpc.list_dir(
+                filesystem_pb.ListDirRequest(path=path, depth=1),
+                timeout_ms=timeout_to_ms(self._provider.request_timeout),
+                headers=self._auth,
+            )
+        except Exception as error:
+            raise cast(
+                "Exception",
+                await ahandle_rpc_exception_with_health(error, self._check_health, _LIST_ERRORS),
+            ) from error
+        entries: list[DirEntry] = []
+        for entry in response.entries:
+            kind = _listed_type(entry)
+            size = 0 if kind == "directory" else int(entry.size)
+            entries.append(DirEntry(entry.name, posixpath.join(path, entry.name), kind, size))
+        return entries
+
     async def list_dir(self, path: str) -> Sequence[DirEntry]:
         """The folder's entries, a link reported as itself."""
         try:
-            listed = await self._guard(
-                lambda: self._sandbox.files.list(path, depth=1, user=self._user)
-            )
+            entries = await self._guard(lambda: self._list(path))
         except (NotFoundException, InvalidArgumentException) as error:
             raise await self._diagnose(path, error, "list_dir") from error
-        entries: list[DirEntry] = []
-        for entry in listed:
-            kind = _entry_type(entry)
-            entries.append(
-                DirEntry(
-                    entry.name,
-                    posixpath.join(path, entry.name),
-                    kind,
-                    0 if kind == "directory" else int(entry.size),
-                )
-            )
         return sorted(entries, key=lambda e: e.name)
 
     async def remove(self, path: str, *, recursive: bool) -> None:
@@ -560,7 +649,12 @@ class E2BSandboxInstance:
         info = await self._info(path)
         if info is None:
             raise await self._diagnose(path, FileNotFoundError(path), "remove")
-        if info.type == FileType.DIR and not recursive and await self.list_dir(path):
+        if (
+            info.type == FileType.DIR
+            and not _is_link(info)  # envd removes a link, never what it points to
+            and not recursive
+            and await self.list_dir(path)
+        ):
             raise SandboxDirectoryNotEmptyError(path)
         try:
             await self._guard(lambda: self._sandbox.files.remove(path, user=self._user))

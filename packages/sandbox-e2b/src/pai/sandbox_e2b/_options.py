@@ -29,7 +29,8 @@ class E2BOptions(BaseModel):
 
         [capabilities.sandbox.e2b]
         template = "base"
-        timeout = 600                  # seconds each sandbox lives after its last connect
+        timeout = 600                  # seconds each sandbox lives after its last use
+        max_lifetime = 14400           # never kept alive past 4 h after its creation
         allow_internet_access = false  # the default
     """
 
@@ -41,7 +42,17 @@ class E2BOptions(BaseModel):
         default=300,
         gt=0,
         le=MAX_TIMEOUT,
-        description="seconds a sandbox lives after create or connect (1 to 86 400: 24 h)",
+        description=(
+            "seconds a sandbox lives after its last use, create or connect (1 to 86 400: 24 h)"
+        ),
+    )
+    max_lifetime: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "seconds after its creation past which a sandbox is no longer kept alive "
+            "(unset: no bound but E2B's plan)"
+        ),
     )
     api_key: str | None = Field(default=None, min_length=1, description="default: E2B_API_KEY")
     domain: str | None = Field(

@@ -33,6 +33,7 @@ def _make_provider(options: E2BOptions) -> SandboxProvider:
     return E2BSandboxProvider(
         template=options.template,
         timeout=options.timeout,
+        max_lifetime=options.max_lifetime,
         api_key=options.api_key,
         domain=options.domain,
         api_url=options.api_url,

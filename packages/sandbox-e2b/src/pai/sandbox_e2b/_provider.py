@@ -8,9 +8,16 @@ provider from asyncio code (the SDK's own tasks and timers need an asyncio loop)
   ``pai.provider-version``; :meth:`E2BSandboxProvider.find` lists sandboxes by metadata, so a
   provider in another process finds them, and connects with the configured ``timeout`` (a connect
   without one can shorten a sandbox's life).
-- A sandbox that is gone (expired, killed: E2B's "was not found") raises
-  :class:`~pai.sandbox.SandboxVanishedError` after one attempt to resume it (a paused sandbox
-  comes back as it was); the facade then re-creates it with its seed files.
+- A sandbox in use is kept alive: an operation that starts when half of ``timeout`` or more has
+  passed since the sandbox was last given time gives it ``timeout`` more (a connect, made while
+  the operation runs), never past ``max_lifetime`` (see :mod:`pai.sandbox_e2b._lifetime`).
+- A sandbox reported gone (expired, killed: E2B's "was not found") is connected to again (a
+  paused sandbox comes back as it was); only when E2B's API confirms it no longer exists does the
+  instance raise :class:`~pai.sandbox.SandboxVanishedError`, and the facade re-create it with
+  its seed files. A sandbox the API says still runs is retried, never re-created.
+- E2B's failures (429, 502, 503, 409, 400, 401, an unknown template) become
+  :class:`~pai.sandbox_e2b.E2BError` subclasses naming the cause and the fix, after bounded
+  retries where retrying helps (see :mod:`pai.sandbox_e2b._failures`).
 - Commands run in ``bash -l``; a timeout kills the command inside the sandbox (the SDK does not
   enforce it on the client): its process through envd, then everything that carries the run's
   marker or descends from it, and envd's own deadline (the timeout plus 5 s) backs that up.
@@ -19,13 +26,16 @@ provider from asyncio code (the SDK's own tasks and timers need an asyncio loop)
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import base64
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
@@ -34,9 +44,9 @@ import anyio
 import httpx
 from e2b import (
     AsyncSandbox,
-    AuthenticationException,
     CommandExitException,
     NotFoundException,
+    SandboxNotFoundException,
     SandboxNotRunningException,
     SandboxQuery,
     TimeoutException,
@@ -50,11 +60,28 @@ from pai.sandbox.provider import (
     SandboxInstance,
     SandboxProviderError,
 )
-from pai.sandbox_e2b._errors import E2BApiKeyMissingError, E2BError, E2BUnreachableError
+from pai.sandbox_e2b import _lifetime
+from pai.sandbox_e2b._errors import (
+    E2BApiKeyMissingError,
+    E2BError,
+    E2BSandboxBusyError,
+    E2BTimeoutLimitError,
+    E2BUnreachableError,
+)
+from pai.sandbox_e2b._failures import (
+    api_error,
+    api_retryable,
+    envd_error,
+    envd_retryable,
+    retrying,
+)
 from pai.sandbox_e2b._instance import E2BSandboxInstance
+from pai.sandbox_e2b._lifetime import SandboxLifetime
 from pai.sandbox_e2b._options import E2BOptions
 
 T = TypeVar("T")
+
+_log = logging.getLogger("pai.sandbox_e2b")
 
 META_NAMESPACE = "pai.namespace"
 META_KEY = "pai.key"
@@ -142,6 +169,19 @@ def _metadata_key(metadata: Mapping[str, str]) -> str | None:
         return None
 
 
+def _age(metadata: Mapping[str, str], started_at: datetime) -> float:
+    """Seconds since the sandbox was created: by its ``pai.created`` metadata (which a resume
+    does not change), else by when E2B started it."""
+    created = started_at
+    stamp = metadata.get(META_CREATED)
+    if stamp is not None:
+        with contextlib.suppress(ValueError):
+            created = datetime.fromisoformat(stamp)
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    return max((datetime.now(UTC) - created).total_seconds(), 0.0)
+
+
 def _require_asyncio() -> None:
     import asyncio
 
@@ -158,16 +198,19 @@ class E2BSandboxProvider:
     """Sandboxes on E2B, one per instance key, found again by metadata from any process.
 
     ``template`` (default ``"base"``) is the E2B template; ``timeout`` (seconds, default 300) is
-    how long a sandbox lives after it is created or connected to (each connect passes it, so a
-    live sandbox is never shortened by one). ``api_key`` defaults to ``E2B_API_KEY``; ``domain``,
-    ``api_url`` and ``sandbox_url`` default to the SDK's (``E2B_DOMAIN``, ``E2B_API_URL``,
-    ``E2B_SANDBOX_URL``; point the URLs at :class:`~pai.sandbox_e2b.testing.E2BEmulator` for
-    offline tests). ``metadata`` is added to every sandbox's metadata; ``namespace`` separates
-    the sandboxes of different applications (``pai sandbox ls/prune`` see one namespace). ``env``
-    is set in every sandbox. ``allow_internet_access`` is ``False`` by default: commands cannot
-    reach the internet. ``user`` is the sandbox user commands and files use. ``request_timeout``
-    bounds every API and envd request, so an unreachable API is an error within that time.
-    Every argument is checked by :class:`~pai.sandbox_e2b.E2BOptions` (the model of
+    how long a sandbox lives after its last use: it is given at create and connect (a connect
+    never shortens a live sandbox), and again while the sandbox is used, once half of it has
+    passed. ``max_lifetime`` (seconds since creation, default ``None``: unbounded) is how long a
+    sandbox is kept alive at most, however busy. ``api_key`` defaults to ``E2B_API_KEY``;
+    ``domain``, ``api_url`` and ``sandbox_url`` default to the SDK's (``E2B_DOMAIN``,
+    ``E2B_API_URL``, ``E2B_SANDBOX_URL``; point the URLs at
+    :class:`~pai.sandbox_e2b.testing.E2BEmulator` for offline tests). ``metadata`` is added to
+    every sandbox's metadata; ``namespace`` separates the sandboxes of different applications
+    (``pai sandbox ls/prune`` see one namespace). ``env`` is set in every sandbox.
+    ``allow_internet_access`` is ``False`` by default: commands cannot reach the internet.
+    ``user`` is the sandbox user commands and files use. ``request_timeout`` bounds every API
+    and envd request, so an unreachable API is an error within that time. Every argument is
+    checked by :class:`~pai.sandbox_e2b.E2BOptions` (the model of
     ``[capabilities.sandbox.e2b]``): a bad one raises :class:`~pai.sandbox.SandboxInputError`
     naming the option.
 
@@ -184,6 +227,7 @@ class E2BSandboxProvider:
         *,
         template: str = "base",
         timeout: int = 300,
+        max_lifetime: int | None = None,
         api_key: str | None = None,
         domain: str | None = None,
         api_url: str | None = None,
@@ -198,6 +242,7 @@ class E2BSandboxProvider:
         checked = _checked_options(
             template=template,
             timeout=timeout,
+            max_lifetime=max_lifetime,
             api_key=api_key,
             domain=domain,
             api_url=api_url,
@@ -220,6 +265,7 @@ class E2BSandboxProvider:
         domain, sandbox_url = checked.domain, checked.sandbox_url
         self.template: str = checked.template
         self.timeout: int = checked.timeout
+        self.max_lifetime: int | None = checked.max_lifetime
         self.domain: str | None = domain
         self.api_url: str = (
             checked.api_url
@@ -252,6 +298,10 @@ class E2BSandboxProvider:
             options["sandbox_url"] = sandbox_url
         self._options = options
         self._features = ProviderFeatures(cross_process=True, durable=True, processes=True)
+        # One lifetime per sandbox, shared by this provider's instances of it (held by them).
+        self._lifetimes: weakref.WeakValueDictionary[str, SandboxLifetime] = (
+            weakref.WeakValueDictionary()
+        )
 
     @property
     def name(self) -> str:
@@ -271,9 +321,28 @@ class E2BSandboxProvider:
 
     # -- talking to the API -------------------------------------------------------------------
 
-    async def _api(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """One control-plane call, bounded in time, its failures made clear."""
+    async def _api(
+        self, what: str, call: Callable[[], Awaitable[T]], *, template: str | None = None
+    ) -> T:
+        """One control-plane call, bounded in time, retried where that helps (see
+        :mod:`pai.sandbox_e2b._failures`), its failures made E2BError subclasses that say
+        what to do. The SDK's ``SandboxNotFoundException`` (404 for a sandbox) passes through:
+        callers decide what a missing sandbox means."""
         _require_asyncio()
+        try:
+            return await retrying(
+                lambda: self._bounded(what, call),
+                api_retryable,
+                request_timeout=self.request_timeout,
+            )
+        except (SandboxNotFoundException, SandboxProviderError):
+            raise
+        except Exception as error:
+            raise api_error(
+                error, what=what, api_url=self.api_url, timeout=self.timeout, template=template
+            ) from error
+
+    async def _bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         try:
             with anyio.fail_after(self.request_timeout + 5):
                 return await call()
@@ -286,11 +355,6 @@ class E2BSandboxProvider:
             raise E2BUnreachableError(
                 f"could not reach the E2B API at {self.api_url} ({what}): {error}; check "
                 "api_url / E2B_API_URL / E2B_DOMAIN and the network"
-            ) from error
-        except AuthenticationException as error:
-            raise E2BError(
-                f"the E2B API at {self.api_url} refused the API key ({what}): {error}; set "
-                "E2B_API_KEY (or api_key=...) to a valid key"
             ) from error
         except TimeoutException as error:
             if isinstance(error, SandboxNotRunningException):
@@ -307,12 +371,103 @@ class E2BSandboxProvider:
             "E2B_SANDBOX_URL / E2B_DOMAIN and the network"
         )
 
+    async def envd(self, sandbox: AsyncSandbox, operation: Callable[[], Awaitable[T]]) -> T:
+        """``operation`` on the sandbox's envd, retried where the answer proves it was not
+        carried out (the proxy's 429, 409, 502 "port is not open", 503); a sandbox that does
+        not answer, and those answers once the retries are spent, become E2BError subclasses
+        naming the sandbox and the fix. E2B's "not found" for the sandbox, and envd's own
+        answers about files, pass through as the SDK's exceptions."""
+        try:
+            return await retrying(operation, envd_retryable, request_timeout=self.request_timeout)
+        except (SandboxNotRunningException, SandboxNotFoundException):
+            raise
+        except (TimeoutException, httpx.TransportError) as error:
+            mapped = envd_error(error, sandbox_id=sandbox.sandbox_id)
+            raise (mapped or self.unreachable_sandbox(sandbox, error)) from error
+        except Exception as error:
+            mapped = envd_error(error, sandbox_id=sandbox.sandbox_id)
+            if mapped is None:
+                raise
+            raise mapped from error
+
+    # -- lifetimes ----------------------------------------------------------------------------
+
+    def lifetime(self, sandbox_id: str) -> SandboxLifetime:
+        """The lifetime of the sandbox as this provider tracks it (one that starts now when
+        none is tracked): what :class:`E2BSandboxInstance` extends while it is used."""
+        held = self._lifetimes.get(sandbox_id)
+        if held is None:
+            held = SandboxLifetime(self.timeout, self.max_lifetime)
+            held.granted(_lifetime.clock(), self.timeout)
+            self._lifetimes[sandbox_id] = held
+        return held
+
     async def connect(self, sandbox_id: str) -> AsyncSandbox:
-        """Connect to a sandbox by id, passing the configured timeout (resumes a paused one)."""
-        return await self._api(
+        """Connect to a sandbox by id, passing the configured timeout (resumes a paused one);
+        a sandbox past ``max_lifetime`` is not connected to (``SandboxNotFoundException``)."""
+        lifetime = self.lifetime(sandbox_id)
+        seconds = lifetime.grant()
+        if seconds is None:
+            raise SandboxNotFoundException(
+                f"sandbox {sandbox_id} is past max_lifetime ({self.max_lifetime} s)"
+            )
+        sent = _lifetime.clock()
+        sandbox = await self._api(
             f"connecting to sandbox {sandbox_id}",
-            lambda: AsyncSandbox.connect(sandbox_id, timeout=self.timeout, **self._options),
+            lambda: AsyncSandbox.connect(sandbox_id, timeout=seconds, **self._options),
         )
+        lifetime.granted(sent, seconds)
+        return sandbox
+
+    def keep_alive(self, sandbox_id: str) -> None:
+        """Give the sandbox ``timeout`` more seconds when that is due (see
+        :class:`SandboxLifetime`): a request made by a task of its own, which the operation
+        that called this does not wait for; nothing at all when no extension is due. A failed
+        extension is logged as a warning and tried again by the next operation (the sandbox
+        still has half of ``timeout`` or more to live when it is first due)."""
+        lifetime = self.lifetime(sandbox_id)
+        seconds = lifetime.due()
+        if seconds is None:
+            return
+        _require_asyncio()
+        task = asyncio.get_running_loop().create_task(self._extend(sandbox_id, lifetime, seconds))
+        lifetime.extension = task  # held: the event loop keeps only a weak reference to tasks
+        task.add_done_callback(lifetime.settled)
+
+    async def _extend(self, sandbox_id: str, lifetime: SandboxLifetime, seconds: int) -> None:
+        sent = _lifetime.clock()
+        try:
+            # A connect, not set-timeout: it never shortens a life another process lengthened.
+            await self._api(
+                f"extending the life of sandbox {sandbox_id}",
+                lambda: AsyncSandbox.connect(sandbox_id, timeout=seconds, **self._options),
+            )
+        except SandboxNotFoundException:
+            pass  # gone: the operation finds that out, and what to do
+        except E2BTimeoutLimitError as error:
+            lifetime.exhausted = True
+            _log.warning("E2B sandbox %s is no longer kept alive: %s", sandbox_id, error)
+        except SandboxProviderError as error:
+            _log.warning(
+                "could not extend the life of E2B sandbox %s (the next operation tries again): %s",
+                sandbox_id,
+                error,
+            )
+        else:
+            lifetime.granted(sent, seconds)
+
+    async def state(self, sandbox_id: str) -> str | None:
+        """What E2B's API says of the sandbox: ``"running"``, ``"paused"``, or ``None`` when it
+        no longer exists (or is being killed). Raises :class:`E2BError` when the API does not
+        say (:class:`E2BUnreachableError` when it does not answer)."""
+        try:
+            info = await self._api(
+                f"asking E2B about sandbox {sandbox_id}",
+                lambda: AsyncSandbox.get_info(sandbox_id, **self._options),
+            )
+        except SandboxNotFoundException:
+            return None
+        return str(getattr(info.state, "value", info.state))
 
     def _metadata(self, key: str) -> dict[str, str]:
         readable = _key_bytes(key).decode("utf-8", "backslashreplace")
@@ -357,23 +512,33 @@ class E2BSandboxProvider:
     async def create(self, key: str) -> SandboxInstance:
         """A new sandbox for ``key`` (any old one killed), with ``/workspace`` made."""
         await self.destroy(key)
+        lifetime = SandboxLifetime(self.timeout, self.max_lifetime)
+        seconds = lifetime.grant() or 1
+        sent = _lifetime.clock()
         sandbox = await self._api(
             "creating a sandbox",
             lambda: AsyncSandbox.create(
                 template=self.template,
-                timeout=self.timeout,
+                timeout=seconds,
                 metadata=self._metadata(key),
                 envs=self.env or None,
                 allow_internet_access=self.allow_internet_access,
                 **self._options,
             ),
+            template=self.template,
         )
+        lifetime.granted(sent, seconds)
+        self._lifetimes[sandbox.sandbox_id] = lifetime
         try:
-            await sandbox.commands.run(
-                'mkdir -p -- /workspace && { chown "$PAI_USER:" /workspace 2>/dev/null || true; }',
-                envs={"PAI_USER": self.user},
-                user="root",
-                timeout=60,
+            await self.envd(
+                sandbox,
+                lambda: sandbox.commands.run(
+                    'mkdir -p -- /workspace && { chown "$PAI_USER:" /workspace 2>/dev/null '
+                    "|| true; }",
+                    envs={"PAI_USER": self.user},
+                    user="root",
+                    timeout=60,
+                ),
             )
         except BaseException as error:
             with anyio.CancelScope(shield=True):
@@ -382,30 +547,41 @@ class E2BSandboxProvider:
                 raise SandboxProviderError(
                     f"could not make /workspace in the new E2B sandbox: {error}"
                 ) from error
-            if isinstance(error, (TimeoutException, httpx.TransportError)) and not isinstance(
-                error, SandboxNotRunningException
-            ):
-                raise self.unreachable_sandbox(sandbox, error) from error
+            if isinstance(error, SandboxNotRunningException):
+                raise E2BError(
+                    f"the new E2B sandbox {sandbox.sandbox_id} ended before it could be used "
+                    f"({error}); try again, and check E2B's status (https://status.e2b.dev)"
+                ) from error
             raise
         return E2BSandboxInstance(self, key, sandbox)
 
     async def find(self, key: str) -> SandboxInstance | None:
-        """The sandbox for ``key`` (listed by metadata, connected with the timeout), or ``None``."""
+        """The sandbox for ``key`` (listed by metadata, connected with the timeout), or
+        ``None``; a sandbox past ``max_lifetime`` is not returned."""
         matches = sorted(await self._list(key), key=lambda m: m[1].started_at, reverse=True)
         for _, info in matches:
+            lifetime = self._lifetimes.get(info.sandbox_id) or SandboxLifetime(
+                self.timeout, self.max_lifetime, age=_age(info.metadata, info.started_at)
+            )
+            self._lifetimes[info.sandbox_id] = lifetime
             try:
                 sandbox = await self.connect(info.sandbox_id)
-            except NotFoundException:
-                continue  # gone between the list and the connect
+            except (NotFoundException, E2BSandboxBusyError):
+                continue  # gone (or being killed) between the list and the connect
             return E2BSandboxInstance(self, key, sandbox)
         return None
 
     async def _kill(self, sandbox_id: str) -> None:
-        with contextlib.suppress(NotFoundException):
+        try:
             await self._api(
                 f"killing sandbox {sandbox_id}",
                 lambda: AsyncSandbox.kill(sandbox_id, **self._options),
             )
+        except NotFoundException:
+            pass
+        except E2BSandboxBusyError as error:
+            if "being killed" not in str(error):
+                raise
 
     async def destroy(self, key: str) -> None:
         """Kill every sandbox of ``key`` in this namespace; nothing there is not an error."""
