@@ -7,8 +7,11 @@ this package run on asyncio only.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from e2b import AsyncSandbox
+from e2b_helpers import options
 
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator, e2b_emulator
@@ -43,3 +46,21 @@ def provider(emulator: E2BEmulator, namespace: str) -> E2BSandboxProvider:
         sandbox_url=emulator.url,
         namespace=namespace,
     )
+
+
+@pytest.fixture
+async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
+    """A sandbox made with the SDK alone, killed after the test."""
+    sandbox = await AsyncSandbox.create(timeout=120, **options(emulator))
+    try:
+        yield sandbox
+    finally:
+        await sandbox.kill()
+
+
+@pytest.fixture
+def no_fault_left(emulator: E2BEmulator) -> Iterator[None]:
+    """The emulator is shared by the session: a fault armed in a test must not outlive it."""
+    emulator.faults.clear()
+    yield
+    emulator.faults.clear()

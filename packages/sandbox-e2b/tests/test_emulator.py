@@ -8,14 +8,12 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio.to_thread
 import pytest
 from e2b import (
-    ApiParams,
     AsyncSandbox,
     AuthenticationException,
     FileNotFoundException,
@@ -23,25 +21,13 @@ from e2b import (
     SandboxNotRunningException,
     SandboxQuery,
 )
+from e2b_helpers import options
 
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator
 from pai.sandbox_e2b.testing._paths import opened_inside
 
 pytestmark = pytest.mark.anyio
-
-
-def options(emulator: E2BEmulator) -> ApiParams:
-    return {"api_key": emulator.api_key, "api_url": emulator.url, "sandbox_url": emulator.url}
-
-
-@pytest.fixture
-async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
-    sandbox = await AsyncSandbox.create(timeout=120, **options(emulator))
-    try:
-        yield sandbox
-    finally:
-        await sandbox.kill()
 
 
 async def test_listing_filters_by_metadata_and_pages_with_next_tokens(

@@ -6,29 +6,17 @@ asyncio only: the e2b SDK is asyncio-only.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 
 import httpx
 import pytest
-from e2b import ApiParams, AsyncSandbox, SandboxException, SandboxNotFoundException
+from e2b import AsyncSandbox, SandboxException, SandboxNotFoundException
+from e2b_helpers import options
 
 from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
-
-
-def options(emulator: E2BEmulator) -> ApiParams:
-    return {"api_key": emulator.api_key, "api_url": emulator.url, "sandbox_url": emulator.url}
-
-
-@pytest.fixture
-async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
-    sandbox = await AsyncSandbox.create(timeout=120, **options(emulator))
-    try:
-        yield sandbox
-    finally:
-        await sandbox.kill()
 
 
 @pytest.fixture(scope="module")

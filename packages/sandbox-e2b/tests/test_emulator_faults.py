@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from e2b import (
-    ApiParams,
     AsyncSandbox,
     AuthenticationException,
     InvalidArgumentException,
@@ -23,32 +22,20 @@ from e2b import (
     TimeoutException,
 )
 from e2b.exceptions import ServiceBusyException
+from e2b_helpers import options
 
 from pai.sandbox_e2b.testing import E2BEmulator, EmulatorFaults
 
-pytestmark = pytest.mark.anyio
-
-
-def options(emulator: E2BEmulator) -> ApiParams:
-    return {"api_key": emulator.api_key, "api_url": emulator.url, "sandbox_url": emulator.url}
-
-
-@pytest.fixture(autouse=True)
-def no_fault_left(emulator: E2BEmulator) -> Iterator[None]:
-    """The emulator is shared by the session: a fault armed here must not outlive the test."""
-    emulator.faults.clear()
-    yield
-    emulator.faults.clear()
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_fault_left")]
 
 
 @pytest.fixture
-async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
-    sandbox = await AsyncSandbox.create(timeout=120, **options(emulator))
+async def raw(raw: AsyncSandbox, emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
+    """The shared ``raw`` sandbox, its faults cleared before it is killed."""
     try:
-        yield sandbox
+        yield raw
     finally:
         emulator.faults.clear()
-        await sandbox.kill()
 
 
 # -- arming ------------------------------------------------------------------------------------

@@ -5,8 +5,6 @@ asyncio only: the e2b SDK is asyncio-only.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 from e2b import AsyncSandbox, InvalidArgumentException, SandboxException
@@ -14,17 +12,6 @@ from e2b import AsyncSandbox, InvalidArgumentException, SandboxException
 from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
-    sandbox = await AsyncSandbox.create(
-        timeout=120, api_key=emulator.api_key, api_url=emulator.url, sandbox_url=emulator.url
-    )
-    try:
-        yield sandbox
-    finally:
-        await sandbox.kill()
 
 
 async def listing(sandbox: AsyncSandbox, folder: str) -> list[str]:

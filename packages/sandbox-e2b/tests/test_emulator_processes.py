@@ -7,53 +7,17 @@ asyncio only: the e2b SDK is asyncio-only.
 from __future__ import annotations
 
 import os
-import secrets
 import select
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from e2b import ApiParams, AsyncSandbox, CommandExitException, TimeoutException
+from e2b import AsyncSandbox, CommandExitException, TimeoutException
 from e2b.envd.process import process_pb
+from e2b_helpers import host_pids, options, unique_sleep
 
 from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
-
-
-def options(emulator: E2BEmulator) -> ApiParams:
-    return {"api_key": emulator.api_key, "api_url": emulator.url, "sandbox_url": emulator.url}
-
-
-@pytest.fixture
-async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
-    sandbox = await AsyncSandbox.create(timeout=120, **options(emulator))
-    try:
-        yield sandbox
-    finally:
-        await sandbox.kill()
-
-
-def unique_sleep() -> str:
-    """A sleep duration no other process on this host uses: its processes can be told apart."""
-    return f"9{secrets.randbelow(10**8):08d}"
-
-
-def host_pids(fragment: str) -> list[int]:
-    """PIDs of this host's live processes whose command line contains ``fragment``."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if fragment in line and state not in (b"Z", b"X"):
-            found.append(int(entry.name))
-    return found
 
 
 def wait_gone(fragment: str, seconds: float = 10) -> list[int]:

@@ -6,27 +6,12 @@ asyncio only: the e2b SDK is asyncio-only.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from e2b import AsyncSandbox, AuthenticationException
-
-from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
 
 WHO = 'echo "$(id -u):$(id -g):$(whoami):$HOME:$USER:$LOGNAME"'
-
-
-@pytest.fixture
-async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
-    sandbox = await AsyncSandbox.create(
-        timeout=120, api_key=emulator.api_key, api_url=emulator.url, sandbox_url=emulator.url
-    )
-    try:
-        yield sandbox
-    finally:
-        await sandbox.kill()
 
 
 async def test_a_command_runs_as_user_unless_root_is_asked_for(raw: AsyncSandbox) -> None:

@@ -8,11 +8,12 @@ asyncio only: the e2b SDK is asyncio-only.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
+from e2b_helpers import provider_for, sandbox_ids, sandbox_on
 
-from pai.sandbox import Sandbox, SeedFile, create_sandbox, create_sandbox_session_manager
+from pai.sandbox import SeedFile
 from pai.sandbox.provider import FileWrite, SandboxInstance
 from pai.sandbox_e2b import (
     E2BAuthenticationError,
@@ -28,37 +29,10 @@ from pai.sandbox_e2b import (
 )
 from pai.sandbox_e2b.testing import E2BEmulator, EmulatedRequest
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_fault_left")]
 
 #: The SDK's own attempts at a control-plane request answered 429, 502, 503 or 504.
 SDK_ATTEMPTS = 4
-
-
-@pytest.fixture(autouse=True)
-def no_fault_left(emulator: E2BEmulator) -> Iterator[None]:
-    """The emulator is shared by the session: a fault armed here must not outlive the test."""
-    emulator.faults.clear()
-    yield
-    emulator.faults.clear()
-
-
-def provider_for(emulator: E2BEmulator, namespace: str, **options: object) -> E2BSandboxProvider:
-    return E2BSandboxProvider(
-        api_key=emulator.api_key,
-        api_url=emulator.url,
-        sandbox_url=emulator.url,
-        namespace=namespace,
-        **options,  # type: ignore[arg-type]
-    )
-
-
-def sandbox_on(provider: E2BSandboxProvider, key: str, *seed: SeedFile) -> Sandbox:
-    return create_sandbox(create_sandbox_session_manager(provider=provider, seed=seed).handle(key))
-
-
-def sandbox_ids(emulator: E2BEmulator, namespace: str, key: str) -> list[str]:
-    found = emulator.find(**{"pai.namespace": namespace, "pai.key-sha256": key_hash(key)})
-    return [s.sandbox_id for s in found]
 
 
 def creates_of(emulator: E2BEmulator, key: str) -> list[EmulatedRequest]:

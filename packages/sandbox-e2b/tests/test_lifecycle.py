@@ -14,33 +14,14 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
+from e2b_helpers import provider_for, sandbox_of, sandbox_on
 
-from pai.sandbox import Sandbox, SeedFile, create_sandbox, create_sandbox_session_manager
+from pai.sandbox import SeedFile
 from pai.sandbox.provider import SandboxFileTooLargeError
-from pai.sandbox_e2b import E2BSandboxProvider, key_hash
-from pai.sandbox_e2b.testing import E2BEmulator, EmulatedSandbox
+from pai.sandbox_e2b import E2BSandboxProvider
+from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
-
-
-def provider_for(emulator: E2BEmulator, namespace: str, **options: object) -> E2BSandboxProvider:
-    return E2BSandboxProvider(
-        api_key=emulator.api_key,
-        api_url=emulator.url,
-        sandbox_url=emulator.url,
-        namespace=namespace,
-        **options,  # type: ignore[arg-type]
-    )
-
-
-def sandbox_of(emulator: E2BEmulator, namespace: str, key: str) -> EmulatedSandbox:
-    (found,) = emulator.find(**{"pai.namespace": namespace, "pai.key-sha256": key_hash(key)})
-    return found
-
-
-def sandbox_on(provider: E2BSandboxProvider, key: str, *seed: SeedFile) -> Sandbox:
-    """The facade over ``key``'s sandbox, re-created with ``seed`` when it is gone."""
-    return create_sandbox(create_sandbox_session_manager(provider=provider, seed=seed).handle(key))
 
 
 @pytest.fixture

@@ -13,18 +13,19 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from e2b import AsyncSandbox
+from e2b_helpers import provider_for, sandbox_of, sandbox_on
 
-from pai.sandbox import Sandbox, SeedFile, create_sandbox, create_sandbox_session_manager
+from pai.sandbox import SeedFile
 from pai.sandbox.provider import ProviderOptionsError, SandboxInputError, build_provider
 from pai.sandbox_e2b import E2BSandboxProvider, _lifetime, key_hash
 from pai.sandbox_e2b.testing import E2BEmulator, EmulatedRequest
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_fault_left")]
 
 
 class Clock:
@@ -42,33 +43,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
     monkeypatch.setattr(_lifetime, "clock", fake)
     return fake
-
-
-@pytest.fixture(autouse=True)
-def no_fault_left(emulator: E2BEmulator) -> Iterator[None]:
-    """The emulator is shared by the session: a fault armed here must not outlive the test."""
-    emulator.faults.clear()
-    yield
-    emulator.faults.clear()
-
-
-def provider_for(emulator: E2BEmulator, namespace: str, **options: object) -> E2BSandboxProvider:
-    return E2BSandboxProvider(
-        api_key=emulator.api_key,
-        api_url=emulator.url,
-        sandbox_url=emulator.url,
-        namespace=namespace,
-        **options,  # type: ignore[arg-type]
-    )
-
-
-def sandbox_on(provider: E2BSandboxProvider, key: str, *seed: SeedFile) -> Sandbox:
-    return create_sandbox(create_sandbox_session_manager(provider=provider, seed=seed).handle(key))
-
-
-def sandbox_id_of(emulator: E2BEmulator, namespace: str, key: str) -> str:
-    (found,) = emulator.find(**{"pai.namespace": namespace, "pai.key-sha256": key_hash(key)})
-    return found.sandbox_id
 
 
 async def settled(provider: E2BSandboxProvider, sandbox_id: str) -> None:
@@ -123,13 +97,13 @@ async def test_a_sandbox_used_continuously_past_its_timeout_keeps_its_files(
     provider = provider_for(emulator, namespace, timeout=300)
     sandbox = sandbox_on(provider, key)
     await sandbox.write_file("work.txt", "an hour of work")
-    sandbox_id = sandbox_id_of(emulator, namespace, key)
+    sandbox_id = sandbox_of(emulator, namespace, key).sandbox_id
     for _ in range(12):  # 1,200 s of use, one command every 100 s
         await let_pass(emulator, clock, provider, sandbox_id, 100)
         result = await sandbox.run_command("cat work.txt")
         assert (result.stdout, result.environment_reset) == ("an hour of work", False)
     assert sandbox.environment_resets == 0
-    assert sandbox_id_of(emulator, namespace, key) == sandbox_id
+    assert sandbox_of(emulator, namespace, key).sandbox_id == sandbox_id
 
 
 async def test_the_life_is_extended_once_per_half_timeout_and_never_when_not_due(
@@ -138,7 +112,7 @@ async def test_the_life_is_extended_once_per_half_timeout_and_never_when_not_due
     provider = provider_for(emulator, namespace, timeout=300)
     sandbox = sandbox_on(provider, key)
     await sandbox.run_command("true")
-    sandbox_id = sandbox_id_of(emulator, namespace, key)
+    sandbox_id = sandbox_of(emulator, namespace, key).sandbox_id
 
     await let_pass(emulator, clock, provider, sandbox_id, 140)  # under half of it: nothing due
     await sandbox.write_file("a.txt", "a")
@@ -166,7 +140,7 @@ async def test_the_command_does_not_wait_for_the_extension(
     provider = provider_for(emulator, namespace, timeout=300)
     sandbox = sandbox_on(provider, key)
     await sandbox.run_command("true")
-    sandbox_id = sandbox_id_of(emulator, namespace, key)
+    sandbox_id = sandbox_of(emulator, namespace, key).sandbox_id
     await let_pass(emulator, clock, provider, sandbox_id, 200)
     emulator.faults.delay("sandboxes.connect", 10, sandbox_id=sandbox_id)
     assert (await sandbox.run_command("echo done")).stdout == "done\n"
@@ -179,7 +153,7 @@ async def test_max_lifetime_bounds_every_extension(
     provider = provider_for(emulator, namespace, timeout=300, max_lifetime=500)
     sandbox = sandbox_on(provider, key, SeedFile("/workspace/seed.txt", "seed"))
     await sandbox.write_file("work.txt", "work")
-    sandbox_id = sandbox_id_of(emulator, namespace, key)
+    sandbox_id = sandbox_of(emulator, namespace, key).sandbox_id
     for _ in range(4):  # to 400 s: extended at 200 s up to 500 s, and no further
         await let_pass(emulator, clock, provider, sandbox_id, 100)
         assert not (await sandbox.run_command("cat work.txt")).environment_reset
@@ -246,7 +220,7 @@ async def test_a_sandbox_found_elsewhere_is_kept_alive_from_its_connect(
 ) -> None:
     first = provider_for(emulator, namespace, timeout=300)
     await first.create(key)
-    sandbox_id = sandbox_id_of(emulator, namespace, key)
+    sandbox_id = sandbox_of(emulator, namespace, key).sandbox_id
     await let_pass(emulator, clock, first, sandbox_id, 250)  # nearly over for its maker
     provider = provider_for(emulator, namespace, timeout=300)  # as in another process
     other = sandbox_on(provider, key)
@@ -273,7 +247,7 @@ async def test_a_failed_extension_is_logged_and_tried_again_by_the_next_operatio
     provider = provider_for(emulator, namespace, timeout=300)
     sandbox = sandbox_on(provider, key)
     await sandbox.run_command("true")
-    sandbox_id = sandbox_id_of(emulator, namespace, key)
+    sandbox_id = sandbox_of(emulator, namespace, key).sandbox_id
     await let_pass(emulator, clock, provider, sandbox_id, 200)
     emulator.faults.fail("sandboxes.connect", 503, times=4, sandbox_id=sandbox_id)  # + SDK's
     with caplog.at_level(logging.WARNING, logger="pai.sandbox_e2b"):
@@ -299,7 +273,7 @@ async def test_a_sandbox_at_the_plans_longest_life_is_no_longer_extended(
     provider = provider_for(emulator, namespace, timeout=300)
     sandbox = sandbox_on(provider, key)
     await sandbox.run_command("true")
-    sandbox_id = sandbox_id_of(emulator, namespace, key)
+    sandbox_id = sandbox_of(emulator, namespace, key).sandbox_id
     await let_pass(emulator, clock, provider, sandbox_id, 200)
     emulator.faults.fail(
         "sandboxes.connect", 400, message="Max instance length exceeded", sandbox_id=sandbox_id

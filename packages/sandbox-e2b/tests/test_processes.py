@@ -7,56 +7,23 @@ asyncio only: the e2b SDK is asyncio-only.
 from __future__ import annotations
 
 import os
-import secrets
 import select
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 from e2b import AsyncSandbox, TimeoutException
+from e2b_helpers import host_processes, unique_sleep
 
 from pai.sandbox import create_sandbox, create_sandbox_session_manager
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
-
-
-def host_processes(fragment: str) -> list[str]:
-    """Command lines of this host's live processes that contain ``fragment``."""
-    found: list[str] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if fragment in line:
-            found.append(f"{entry.name}: {line}")
-    return found
-
-
-def unique_sleep() -> str:
-    """A sleep duration no other process on this host uses: its processes can be told apart."""
-    return f"9{secrets.randbelow(10**8):08d}"
-
-
-@pytest.fixture
-async def raw(emulator: E2BEmulator) -> AsyncIterator[AsyncSandbox]:
-    """A sandbox made with the SDK alone."""
-    sandbox = await AsyncSandbox.create(
-        timeout=120, api_key=emulator.api_key, api_url=emulator.url, sandbox_url=emulator.url
-    )
-    try:
-        yield sandbox
-    finally:
-        await sandbox.kill()
 
 
 async def test_a_timed_out_command_leaves_no_process_behind(

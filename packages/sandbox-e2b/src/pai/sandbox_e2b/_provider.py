@@ -19,8 +19,9 @@ provider from asyncio code (the SDK's own tasks and timers need an asyncio loop)
   :class:`~pai.sandbox_e2b.E2BError` subclasses naming the cause and the fix, after bounded
   retries where retrying helps (see :mod:`pai.sandbox_e2b._failures`).
 - Commands run in ``bash -l``; a timeout kills the command inside the sandbox (the SDK does not
-  enforce it on the client): its process through envd, then everything that carries the run's
-  marker or descends from it, and envd's own deadline (the timeout plus 5 s) backs that up.
+  enforce it on the client): the command's whole tree is found and stopped, then killed (see
+  :mod:`pai.sandbox_e2b._instance`), envd's signal to the command follows, and envd's own
+  deadline (the timeout plus 5 s) backs that up.
 - Internet access is off unless ``allow_internet_access=True``.
 """
 
@@ -183,8 +184,6 @@ def _age(metadata: Mapping[str, str], started_at: datetime) -> float:
 
 
 def _require_asyncio() -> None:
-    import asyncio
-
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -284,41 +284,27 @@ def _api_answer(
     return _json_answer(status, {"code": status, "message": message or default}, extra)
 
 
+#: What E2B's sandbox proxy answers itself, by status: its default message and its extra fields.
+_PROXY_ANSWERS: dict[int, tuple[str, dict[str, object]]] = {
+    429: (
+        "The sandbox has too many concurrent incoming connections "
+        f"(limit: {_PROXY_CONNECTION_LIMIT})",
+        {"connectionLimit": _PROXY_CONNECTION_LIMIT},
+    ),
+    409: ("The sandbox is still transitioning. Try again in a moment.", {}),
+    502: ("The sandbox is running but port is not open", {"port": _ENVD_PORT}),
+}
+
+
 def _envd_answer(status: int, message: str | None, sandbox_id: str) -> FaultAnswer:
     """The sandbox proxy's answers for the statuses it sends; envd's ``{"code", "message"}``
     for the others."""
-    if status == 429:
-        limit = _PROXY_CONNECTION_LIMIT
-        return _json_answer(
-            status,
-            {
-                "sandboxId": sandbox_id,
-                "message": message
-                or f"The sandbox has too many concurrent incoming connections (limit: {limit})",
-                "code": status,
-                "connectionLimit": limit,
-            },
-        )
-    if status == 409:
-        return _json_answer(
-            status,
-            {
-                "sandboxId": sandbox_id,
-                "message": message or "The sandbox is still transitioning. Try again in a moment.",
-                "code": status,
-            },
-        )
-    if status == 502:
-        return _json_answer(
-            status,
-            {
-                "sandboxId": sandbox_id,
-                "message": message or "The sandbox is running but port is not open",
-                "port": _ENVD_PORT,
-                "code": status,
-            },
-        )
-    return _json_answer(status, {"code": status, "message": message or _reason(status)})
+    proxy = _PROXY_ANSWERS.get(status)
+    if proxy is None:
+        return _json_answer(status, {"code": status, "message": message or _reason(status)})
+    default, extra = proxy
+    body = {"sandboxId": sandbox_id, "message": message or default, "code": status, **extra}
+    return _json_answer(status, body)
 
 
 def route_of(method: str, path: str) -> tuple[str, str | None] | None:
