@@ -91,15 +91,25 @@ _RUN = (
 
 # Kills the command's whole tree ($1 the run's marker, $2 the command's pid): every process that
 # descends from the command (by parent pid) or carries the marker in its environment, and every
-# orphan (adopted by pid 1) that started since the command did and carries no other command's
-# marker: a process that cleared its environment, left the session and lost its parent cannot be
-# traced, and is taken for this command's. Each pass stops (SIGSTOP) what it found, so nothing
+# orphan (adopted by pid 1) that started since the command did, unless it carries the marker of
+# another command still running (one of envd's children, as the command is): a process that
+# cleared its environment, left the session and lost its parent cannot be traced, and is taken
+# for this command's, and a forged marker saves none. Each pass stops (SIGSTOP) what it found, so nothing
 # found can fork again, and passes repeat until one finds nothing new; only then is anything
-# killed. Killing the leader first would re-parent its children to init, where a child that had
+# killed. The command's own process is not stopped (a parent waiting on it, such as nsenter,
+# would stop with it and never resume); what it forks meanwhile the next pass finds. Killing the leader first would re-parent its children to init, where a child that had
 # cleared its environment could no longer be told from any other orphan.
 _KILL = r"""
-m="PAI_RUN=$1"; tree=" $2 "; me=$$; t=
-if read -r s < "/proc/$2/stat" 2>/dev/null; then s=${s##*) }; set -- $s; t=${20}; fi
+m="PAI_RUN=$1"; top=$2; tree=" $2 "; me=$$; t=; live=" "
+marker() { tr '\0' '\n' < "$1/environ" 2>/dev/null | grep -m1 '^PAI_RUN='; }
+if read -r s < "/proc/$2/stat" 2>/dev/null; then
+  s=${s##*) }; set -- $s; t=${20}; envd=$2
+  for d in /proc/[0-9]*; do
+    read -r s < "$d/stat" 2>/dev/null || continue
+    s=${s##*) }; set -- $s
+    [ "$2" = "$envd" ] && live="$live$(marker "$d") "
+  done
+fi
 scan() {
   grown=0
   for d in /proc/[0-9]*; do
@@ -110,8 +120,9 @@ scan() {
     s=${s##*) }; set -- $s
     case "$tree" in *" $2 "*) tree="$tree$p "; grown=1; continue;; esac
     if grep -qzxF "$m" "$d/environ" 2>/dev/null; then tree="$tree$p "; grown=1; continue; fi
-    if [ -n "$t" ] && [ "$2" = 1 ] && [ "${20}" -ge "$t" ] 2>/dev/null &&
-      ! grep -qz '^PAI_RUN=' "$d/environ" 2>/dev/null; then
+    if [ -n "$t" ] && [ "$2" = 1 ] && [ "${20}" -ge "$t" ] 2>/dev/null; then
+      o=$(marker "$d")
+      case "$live" in *" $o "*) [ -n "$o" ] && continue;; esac
       tree="$tree$p "; grown=1
     fi
   done
@@ -119,7 +130,7 @@ scan() {
 i=0
 while [ $i -lt 50 ]; do
   scan
-  for p in $tree; do kill -STOP "$p" 2>/dev/null; done
+  for p in $tree; do [ "$p" = "$top" ] || kill -STOP "$p" 2>/dev/null; done
   [ $grown = 0 ] && break
   i=$((i+1))
 done

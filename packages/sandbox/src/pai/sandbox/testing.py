@@ -82,11 +82,16 @@ TIMEOUT_EXIT_CODE = 124
 #: Commands a timeout must kill whole, each leaving a CPU-burning loop behind a long sleep:
 #: started in the background by a shell that cleared its environment (so no inherited marker
 #: survives), double-forked (its parent exits at once, so it is reparented), and all of that at
-#: once in a session of its own (nothing the command started is related to it any more).
+#: once in a session of its own (nothing the command started is related to it any more), and
+#: that again wearing a forged run marker (``PAI_RUN``, the name the Docker and E2B providers
+#: mark a command's processes with), which must not pass it off as another command's.
 RUNAWAY_COMMANDS: dict[str, str] = {
     "env-clearing-background": "env -i sh -c 'while :; do :; done' & sleep 1000",
     "double-forked": "sh -c '(while :; do :; done) &'; sleep 1000",
     "orphaned-new-session-no-env": "(setsid env -i sh -c 'while :; do :; done' &); sleep 1000",
+    "orphaned-forged-marker": (
+        "(setsid env -i PAI_RUN=forged sh -c 'while :; do :; done' &); sleep 1000"
+    ),
 }
 
 #: Prints the command line of every process in the sandbox, one a line (arguments separated by

@@ -174,6 +174,18 @@ def _app(emulation: Emulation) -> Callable[[Scope, Receive, Send], Awaitable[Non
 # -- the server ------------------------------------------------------------------------------------
 
 
+def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what still runs on the server's loop (streams of commands a stop cut off, pipe
+    drains) and let it finish, as ``asyncio.run`` does, so nothing is left to complain that
+    its loop closed under it."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+
+
 class E2BEmulator:
     """An E2B control plane and envd on 127.0.0.1, on a free port, for tests. A TEST DOUBLE, NOT
     ISOLATION: see the module documentation and the package README.
@@ -323,7 +335,10 @@ class E2BEmulator:
             try:
                 loop.run_until_complete(main())
             finally:
-                loop.close()
+                try:
+                    _finish_tasks(loop)
+                finally:
+                    loop.close()
 
         self._thread = threading.Thread(target=serve, name="pai-e2b-emulator", daemon=True)
         self._thread.start()
