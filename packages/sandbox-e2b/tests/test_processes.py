@@ -1,5 +1,6 @@
-"""Timeouts kill in the sandbox: nothing a timed-out command started is left on the emulator's
-host, whether the provider or the SDK (envd's deadline, envd's kill) ends it.
+"""Timeouts and cancellation kill in the sandbox: nothing a timed-out or cancelled command started
+is left on the emulator's host, and nothing an earlier command left running is taken with it.
+The SDK alone (envd's deadline, envd's kill) ends the command's own process only, as on E2B.
 
 asyncio only: the e2b SDK is asyncio-only.
 """
@@ -44,6 +45,93 @@ async def test_a_timed_out_command_leaves_no_process_behind(
         assert host_processes(f"sleep {n}") == []
     finally:
         await provider.destroy(key)
+
+
+def stopped_children() -> list[str]:
+    """Command lines of this process's stopped (state T) children: the emulator serves from
+    this process, and the commands it runs are its children."""
+    found: list[str] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if fields[0] in ("T", "t") and fields[1] == str(os.getpid()):
+            found.append(f"{entry.name}: {line}")
+    return found
+
+
+async def test_a_timeout_leaves_nothing_stopped_behind_the_command(
+    provider: E2BSandboxProvider,
+) -> None:
+    # The kill stops what it finds before killing it, but not the command's own process: its
+    # parent (envd; here the emulator's nsenter, which suspends itself with a stopped child)
+    # would be left waiting for it.
+    key = uuid.uuid4().hex
+    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    n = unique_sleep()
+    try:
+        await sandbox.run_command("true")
+        result = await sandbox.run_command(f"sleep {n} & sleep {n}", timeout=0.5)
+        assert result.timed_out
+        assert stopped_children() == []
+        assert await settled(f"sleep {n}", 0) == []
+    finally:
+        await provider.destroy(key)
+
+
+async def test_a_cancelled_command_leaves_no_process_behind(provider: E2BSandboxProvider) -> None:
+    key = uuid.uuid4().hex
+    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    n = unique_sleep()
+    started = anyio.Event()
+
+    async def run() -> None:
+        await sandbox.run_command(
+            f"(setsid env -i sleep {n}1 &); env -i sleep {n}2 & "
+            f"sh -c 'sleep {n}3 &'; echo started; sleep {n}4",
+            timeout=None,
+            on_stdout=lambda _: started.set(),
+        )
+
+    try:
+        await sandbox.run_command("true")
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            await started.wait()
+            group.cancel_scope.cancel()
+        assert await settled(f"sleep {n}", 0) == []
+    finally:
+        await provider.destroy(key)
+
+
+async def test_a_timeout_spares_what_an_earlier_command_left_running(
+    provider: E2BSandboxProvider,
+) -> None:
+    # An orphan is taken for the timed-out command's only when it started after the command
+    # did: what an earlier command left behind (marked or not) keeps running, as does the
+    # sandbox itself.
+    key = uuid.uuid4().hex
+    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    n = unique_sleep()
+    try:
+        left = await sandbox.run_command(
+            f"(setsid env -i sleep {n}1 >/dev/null 2>&1 &); sleep {n}2 >/dev/null 2>&1 &"
+        )
+        assert left.exit_code == 0, left.stderr
+        result = await sandbox.run_command(
+            f"(setsid env -i sleep {n}3 &); env -i sleep {n}4 & sleep {n}5", timeout=0.5
+        )
+        assert result.timed_out
+        running = sorted(line.split(": ", 1)[1].strip() for line in await settled(f"sleep {n}", 2))
+        assert running == [f"sleep {n}1", f"sleep {n}2"]
+        assert (await sandbox.run_command("echo still working")).stdout == "still working\n"
+    finally:
+        await provider.destroy(key)
+    assert await settled(f"sleep {n}", 0) == []
 
 
 async def settled(fragment: str, at_most: int) -> list[str]:

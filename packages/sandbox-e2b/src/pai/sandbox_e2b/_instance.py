@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import posixpath
+import re
 import shlex
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -76,9 +77,14 @@ RUN_MARKER = "PAI_RUN"
 _TIMEOUT_EXIT = 124
 _SERVER_GRACE = 5.0  # envd's own deadline: the timeout plus this
 _STDIN_CHUNK = 1024 * 1024
+# How long a timeout waits for the kill script, then for envd's SIGKILL of the command: together
+# with the stream's end, the call returns within about a second of the timeout.
+_KILL_WAIT = 0.7
+_SIGNAL_WAIT = 0.2
+_KILL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-# -- shell snippets (run by bash -l -c in the sandbox) ----------------------------------------
+# -- shell snippets (run in the sandbox) -----------------------------------------------------
 
 # The command, its folder and the marker arrive in the environment, so nothing is quoted into the
 # command line; a missing folder is a result (exit 1 and the shell's message), not an error. The
@@ -89,54 +95,131 @@ _RUN = (
     'eval "unset __pai_c; $__pai_c"'
 )
 
-# Kills the command's whole tree ($1 the run's marker, $2 the command's pid): every process that
-# descends from the command (by parent pid) or carries the marker in its environment, and every
-# orphan (adopted by pid 1) that started since the command did, unless it carries the marker of
-# another command still running (one of envd's children, as the command is): a process that
-# cleared its environment, left the session and lost its parent cannot be traced, and is taken
-# for this command's, and a forged marker saves none. Each pass stops (SIGSTOP) what it found, so nothing
-# found can fork again, and passes repeat until one finds nothing new; only then is anything
-# killed. The command's own process is not stopped (a parent waiting on it, such as nsenter,
-# would stop with it and never resume); what it forks meanwhile the next pass finds. Killing the leader first would re-parent its children to init, where a child that had
-# cleared its environment could no longer be told from any other orphan.
+# Kills the command's whole tree ($1 the run's marker, $2 the command's pid), found first, while
+# nothing has died: every process descending from the command (by parent pid), every one
+# carrying the marker in its environment, and every orphan (adopted by pid 1) that started after
+# the command, in its cgroup, unless it carries the marker of another command still running (a
+# child of the command's parent, as the command is). That last rule is the only trace of a child
+# that cleared its environment, left the session and lost its parent (`(setsid env -i x &)`).
+# It spares what other live commands run, what was running before the command started, and
+# system services (another cgroup); a forged or stale marker saves nothing. It would take an
+# environment-clearing orphan that a concurrent command made meanwhile for this one's. Each pass
+# stops (SIGSTOP) what it found, so none of it can fork again, and passes repeat until one finds
+# nothing new; only then is anything killed. The command's own process is not stopped (its
+# parent, envd or nsenter, may stop with it and never resume): a child it makes after the last
+# pass is found by a second sweep once it is dead. Killing the command first (envd's SendSignal
+# alone) re-parents its children to init before they are found, and they survive (E2B issue
+# 1031).
 _KILL = r"""
-m="PAI_RUN=$1"; top=$2; tree=" $2 "; me=$$; t=; live=" "
+m="PAI_RUN=$1"; top=$2; tree=" $2 "; me=$$; t=; cg=; live=" "
 marker() { tr '\0' '\n' < "$1/environ" 2>/dev/null | grep -m1 '^PAI_RUN='; }
-if read -r s < "/proc/$2/stat" 2>/dev/null; then
-  s=${s##*) }; set -- $s; t=${20}; envd=$2
+pids() { for f in "$@"; do f=${f#/proc/}; printf ' %s' "${f%/environ}"; done; echo ' '; }
+if read -r s < "/proc/$top/stat"; then
+  s=${s##*) }; set -- $s; t=${20}; parent=$2; cg=$(cat "/proc/$top/cgroup")
   for d in /proc/[0-9]*; do
-    read -r s < "$d/stat" 2>/dev/null || continue
+    read -r s < "$d/stat" || continue
     s=${s##*) }; set -- $s
-    [ "$2" = "$envd" ] && live="$live$(marker "$d") "
+    [ "$2" = "$parent" ] && live="$live$(marker "$d") "
   done
-fi
+fi 2>/dev/null
 scan() {
   grown=0
+  marked=$(pids $(grep -lzxF "$m" /proc/[0-9]*/environ 2>/dev/null))
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
-    [ "$p" = "$me" ] && continue
-    case "$tree" in *" $p "*) continue;; esac
+    case "$tree $me " in *" $p "*) continue;; esac
     read -r s < "$d/stat" 2>/dev/null || continue
     s=${s##*) }; set -- $s
     case "$tree" in *" $2 "*) tree="$tree$p "; grown=1; continue;; esac
-    if grep -qzxF "$m" "$d/environ" 2>/dev/null; then tree="$tree$p "; grown=1; continue; fi
-    if [ -n "$t" ] && [ "$2" = 1 ] && [ "${20}" -ge "$t" ] 2>/dev/null; then
-      o=$(marker "$d")
-      case "$live" in *" $o "*) [ -n "$o" ] && continue;; esac
-      tree="$tree$p "; grown=1
-    fi
+    case "$marked" in *" $p "*) tree="$tree$p "; grown=1; continue;; esac
+    [ -n "$t" ] && [ "$2" = 1 ] || continue
+    # Started since the command: a later clock tick, or the same tick and a later pid.
+    [ "${20}" -gt "$t" ] || { [ "${20}" = "$t" ] && [ "$p" -gt "$top" ]; } || continue
+    [ "$(cat "$d/cgroup" 2>/dev/null)" = "$cg" ] || continue
+    o=$(marker "$d")
+    if [ -n "$o" ]; then case "$live" in *" $o "*) continue;; esac; fi
+    tree="$tree$p "; grown=1
   done
 }
-i=0
-while [ $i -lt 50 ]; do
-  scan
-  for p in $tree; do [ "$p" = "$top" ] || kill -STOP "$p" 2>/dev/null; done
-  [ $grown = 0 ] && break
-  i=$((i+1))
-done
-for p in $tree; do kill -9 "$p" 2>/dev/null; done
+sweep() {
+  i=0
+  while [ $i -lt 50 ]; do
+    scan
+    for p in $tree; do [ "$p" = "$top" ] || kill -STOP "$p" 2>/dev/null; done
+    [ $grown = 0 ] && return
+    i=$((i+1))
+  done
+}
+sweep
+for p in $tree; do kill -KILL "$p" 2>/dev/null; done
+sweep
+for p in $tree; do kill -KILL "$p" 2>/dev/null; done
 exit 0
 """
+
+# Go's names of the Linux signals (syscall.Signal.String), as envd's End event spells them.
+_GO_SIGNALS = {
+    name: number
+    for number, name in enumerate(
+        (
+            "hangup",
+            "interrupt",
+            "quit",
+            "illegal instruction",
+            "trace/breakpoint trap",
+            "aborted",
+            "bus error",
+            "floating point exception",
+            "killed",
+            "user defined signal 1",
+            "segmentation fault",
+            "user defined signal 2",
+            "broken pipe",
+            "alarm clock",
+            "terminated",
+            "stack fault",
+            "child exited",
+            "continued",
+            "stopped (signal)",
+            "stopped",
+            "stopped (tty input)",
+            "stopped (tty output)",
+            "urgent I/O condition",
+            "CPU time limit exceeded",
+            "file size limit exceeded",
+            "virtual timer expired",
+            "profiling timer expired",
+            "window changed",
+            "I/O possible",
+            "power failure",
+            "bad system call",
+        ),
+        start=1,
+    )
+}
+_SIGNALLED = re.compile(r"signal: (.+?)(?: \(core dumped\))?")
+
+
+def _exit_code(end: Any) -> int:
+    """The exit code a shell reports for a command envd says ended (its End event): a command
+    killed by signal N is 128 + N. envd says so as Go does: exit code -1 and the status
+    ``signal: killed`` (a process it re-adopted after a restart: 128 + N already)."""
+    code = int(end.exit_code)
+    if code >= 0 or end.exited:
+        return code
+    status = str(end.status)
+    matched = _SIGNALLED.fullmatch(status)
+    name = matched.group(1) if matched else ""
+    number = _GO_SIGNALS.get(name)
+    if number is None and name.startswith("signal ") and name[7:].isdigit():
+        number = int(name[7:])  # Go's name for a signal it has no word for
+    if number is None:
+        raise SandboxProviderError(
+            f"envd reported a command ending with exit code {code} and status {status!r}, "
+            "which names no signal: this provider does not know that answer; report it with "
+            "your envd version"
+        )
+    return 128 + number
 
 
 def _is_link(entry: EntryInfo) -> bool:
@@ -144,6 +227,76 @@ def _is_link(entry: EntryInfo) -> bool:
     ``type`` is its target's (none when dangling) and only ``symlink_target`` tells it apart;
     newer envd marks it, and the SDK then reports ``FileType.SYMLINK``."""
     return entry.type == FileType.SYMLINK or entry.symlink_target is not None
+
+
+# What the SDK's HTTP library (httpx) writes differently in a multipart part's file name: `"` as
+# %22 and the control characters but ESC as %XX, which envd's Go parser keeps as they are; its
+# `\\` for a backslash Go reads back as one.
+_ALTERED_IN_HEADERS = re.compile('["\\x00-\\x1a\\x1c-\\x1f]')
+
+
+def _envd_path(path: str) -> str:
+    """``path`` as envd compares upload paths (Go's ``filepath.Clean`` of an absolute path)."""
+    return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def _uploads(files: Sequence[FileWrite]) -> list[list[FileWrite]]:
+    """The requests a batch is written in, in order, as few as envd allows. envd refuses a
+    request naming one path twice (400 "you cannot upload multiple files to the same path"),
+    so a repeated path starts a new request and the last write wins, as on every provider. In
+    a request of several files envd reads each one's path from its part's header, where the
+    SDK's HTTP library alters `"`, CR, LF and other control characters (`a"b` would be written
+    as `a%22b`): a file whose path holds one goes alone, in a request whose path travels in
+    the URL instead."""
+    uploads: list[list[FileWrite]] = []
+    current: list[FileWrite] = []
+    seen: set[str] = set()
+    for file in files:
+        path = _envd_path(file.path)
+        if _ALTERED_IN_HEADERS.search(file.path) or path in seen:
+            if current:
+                uploads.append(current)
+            current, seen = [], set()
+        if _ALTERED_IN_HEADERS.search(file.path):
+            uploads.append([file])
+            continue
+        current.append(file)
+        seen.add(path)
+    if current:
+        uploads.append(current)
+    return uploads
+
+
+def _utf8(path: str) -> str:
+    """``path``, refused unless it is valid UTF-8 text: envd takes paths as UTF-8 only (in
+    protobuf strings and URLs), so a name holding a lone surrogate (bytes decoded with
+    ``surrogateescape``) cannot be written, read or named there."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise SandboxInputError(
+            f"E2B cannot use the path {path!r}: envd takes paths as UTF-8 text, and this one "
+            f"holds {path[error.start : error.end]!r}, which is not (a byte decoded with "
+            "surrogateescape); use a name that is valid UTF-8"
+        ) from None
+    return path
+
+
+def _sendable(command: str, cwd: str, env: Mapping[str, str]) -> None:
+    """Refuse what envd cannot be sent: a command, folder or variable that is not valid UTF-8
+    (protobuf strings are UTF-8 only)."""
+    _utf8(cwd)
+    texts = [("the command", command)]
+    texts += [(f"the variable {name!r}", f"{name}={value}") for name, value in env.items()]
+    for what, text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise SandboxInputError(
+                f"E2B cannot run this: {what} holds {text[error.start : error.end]!r}, which is "
+                "not valid UTF-8 text (a byte decoded with surrogateescape); envd takes UTF-8 "
+                "only"
+            ) from None
 
 
 #: envd's "not found" for a folder listing, as the SDK's own listing reports it.
@@ -234,6 +387,7 @@ class E2BSandboxInstance:
         self._health_api = get_envd_api(config, sandbox.envd_api_url, retry_connect=False)
         # With a user named, the header does not depend on the envd version.
         self._auth: dict[str, str] = authentication_header(Version("0.4.0"), provider.user)
+        self._root_auth: dict[str, str] = authentication_header(Version("0.4.0"), "root")
         self._lifetime = provider.lifetime(sandbox.sandbox_id)  # held: extended while in use
 
     @property
@@ -350,6 +504,7 @@ class E2BSandboxInstance:
             "stdout": _Output(output_limit, on_stdout),
             "stderr": _Output(output_limit, on_stderr),
         }
+        _sendable(command, cwd, env)
         envs = {**env, RUN_MARKER: marker, "PAI_CWD": cwd, "PAI_CMD": command}
         server_timeout = timeout + _SERVER_GRACE if timeout is not None else None
         events = await self._guard(lambda: self._start(envs, stdin is not None, server_timeout))
@@ -371,7 +526,7 @@ class E2BSandboxInstance:
                         if output is not None and output[0] in streams:
                             streams[output[0]].receive(bytes(cast("bytes", output[1])))
                     elif kind == "end":
-                        exit_codes.append(int(getattr(value, "exit_code", -1)))
+                        exit_codes.append(_exit_code(value))
             except Exception as error:  # an ended stream, a callback that raised, ...
                 failures.append(error)
             finally:
@@ -487,20 +642,17 @@ class E2BSandboxInstance:
 
     async def _kill(self, pid: int, marker: str, done: anyio.Event) -> None:
         """Kill the command and everything it started, inside the sandbox; then wait (briefly)
-        for its stream to end."""
-        # The tree is found and stopped before anything dies (see _KILL); envd's SIGKILL of the
-        # command's own process is the backstop, should the kill command not run.
-        with anyio.move_on_after(5):
+        for its stream to end. Returns within about a second whatever the sandbox does: the
+        kill script goes on in the sandbox after that (envd does not end a process when its
+        caller stops listening)."""
+        with anyio.move_on_after(_KILL_WAIT):
             try:
-                await self._sandbox.commands.run(
-                    _KILL_COMMAND,
-                    envs={"PAI_KILL": marker, "PAI_TOP": str(pid)},
-                    user="root",
-                    timeout=10,
-                )
+                await self._kill_tree(pid, marker)
             except Exception as error:
                 _log.debug("killing what an E2B command started failed: %s", error)
-        with anyio.move_on_after(0.8):
+        # The backstop, should the script not have run: envd's SIGKILL of the command's own
+        # process (its children, if any survive, are re-parented and keep running).
+        with anyio.move_on_after(_SIGNAL_WAIT):
             try:
                 await self._rpc.send_signal(
                     process_pb.SendSignalRequest(
@@ -512,6 +664,26 @@ class E2BSandboxInstance:
                 _log.debug("killing an E2B command through envd failed: %s", error)
         with anyio.move_on_after(0.15):
             await done.wait()
+
+    async def _kill_tree(self, pid: int, marker: str) -> None:
+        """Run :data:`_KILL` as root, straight through envd (no login shell to start), until it
+        ends."""
+        request = process_pb.StartRequest(
+            process=process_pb.ProcessConfig(
+                cmd="/bin/sh",
+                args=["-c", _KILL, "pai-kill", marker, str(pid)],
+                envs={"PATH": _KILL_PATH},
+            )
+        )
+        stream = as_stream(
+            self._rpc.start(request, headers=self._root_auth, timeout_ms=timeout_to_ms(10))
+        )
+        try:
+            async for _ in stream:
+                pass
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await stream.aclose()
 
     # -- files ------------------------------------------------------------------------------
 
@@ -566,6 +738,7 @@ class E2BSandboxInstance:
 
     async def read_file(self, path: str, *, max_bytes: int) -> bytes:
         """The file's bytes, its size checked (``Stat``) before the transfer."""
+        _utf8(path)
         found = await self._follow(path)
         if found is None:
             raise await self._diagnose(path, FileNotFoundError(path), "read")
@@ -593,24 +766,31 @@ class E2BSandboxInstance:
         return b"".join(chunks)
 
     async def write_files(self, files: Sequence[FileWrite]) -> None:
-        """All files in one ``files.write_files`` call (modes other than 0644 set after); a
-        path given twice is written once, with its last content and mode."""
+        """The files, in order, in as few ``files.write_files`` calls as envd allows (one,
+        unless a path repeats or a name needs a request of its own: see :func:`_uploads`);
+        then the modes other than 0644, in one command. A path given twice ends with its last
+        content and mode."""
         if not files:
             return
-        # envd refuses a request naming one path twice (400 "cannot upload multiple files to the
-        # same path"); every provider lets the last write win.
-        files = list({posixpath.normpath(f.path): f for f in files}.values())
-        entries: list[Any] = [{"path": f.path, "data": f.content} for f in files]
-        try:
-            await self._guard(lambda: self._sandbox.files.write_files(entries, user=self._user))
-        except (SandboxException, httpx.HTTPError) as error:
-            for file in files:
-                specific = await self._diagnose(file.path, error, "write")
-                if not isinstance(specific, SandboxProviderError):
-                    raise specific from error
-            raise self._failed("write", files[0].path, error) from error
-        modes: dict[int, list[str]] = {}
         for file in files:
+            _utf8(file.path)
+        for upload in _uploads(files):
+            entries: list[Any] = [{"path": f.path, "data": f.content} for f in upload]
+            try:
+                await self._guard(
+                    lambda entries=entries: self._sandbox.files.write_files(
+                        entries, user=self._user
+                    )
+                )
+            except (SandboxException, httpx.HTTPError) as error:
+                for file in upload:
+                    specific = await self._diagnose(file.path, error, "write")
+                    if not isinstance(specific, SandboxProviderError):
+                        raise specific from error
+                raise self._failed("write", upload[0].path, error) from error
+        last = {_envd_path(f.path): f for f in files}  # the mode a repeated path ends with
+        modes: dict[int, list[str]] = {}
+        for file in last.values():
             if file.mode & 0o7777 != 0o644:
                 modes.setdefault(file.mode & 0o7777, []).append(file.path)
         if modes:
@@ -646,6 +826,7 @@ class E2BSandboxInstance:
 
     async def list_dir(self, path: str) -> Sequence[DirEntry]:
         """The folder's entries, a link reported as itself."""
+        _utf8(path)
         try:
             entries = await self._guard(lambda: self._list(path))
         except (NotFoundException, InvalidArgumentException) as error:
@@ -655,6 +836,7 @@ class E2BSandboxInstance:
     async def remove(self, path: str, *, recursive: bool) -> None:
         """Remove a file, link or folder; a non-empty folder only with ``recursive`` (envd's own
         remove is always recursive, so emptiness is checked here first)."""
+        _utf8(path)
         if path == "/":
             raise SandboxInputError("refusing to remove '/', the sandbox's root folder")
         info = await self._info(path)
@@ -674,6 +856,7 @@ class E2BSandboxInstance:
 
     async def make_dir(self, path: str, *, parents: bool) -> None:
         """Make a folder; its parent must exist unless ``parents`` (envd always makes them)."""
+        _utf8(path)
         info = await self._info(path)
         if info is not None:
             found = await self._follow(path)
@@ -696,7 +879,9 @@ class E2BSandboxInstance:
 
     async def exists(self, path: str) -> bool:
         """Whether anything is there, following links (a dangling link is ``False``)."""
+        info = await self._info(_utf8(path))
+        if info is None:
+            return False
+        if not _is_link(info) or info.type in (FileType.FILE, FileType.DIR):
+            return True  # up to 0.6.13 envd gives a link its target's type: the target exists
         return await self._follow(path) is not None
-
-
-_KILL_COMMAND = f'sh -c {shlex.quote(_KILL)} pai-kill "$PAI_KILL" "$PAI_TOP"'

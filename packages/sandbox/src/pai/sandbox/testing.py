@@ -94,6 +94,17 @@ RUNAWAY_COMMANDS: dict[str, str] = {
     ),
 }
 
+#: File names a backend must keep exactly (some protocols quote or escape them): a double
+#: quote, a line feed, a carriage return, both, a backslash, and all of them at once.
+AWKWARD_NAMES: dict[str, str] = {
+    "double-quote": 'say "hi".txt',
+    "line-feed": "two\nlines.txt",
+    "carriage-return": "carriage\rreturn.txt",
+    "crlf": "crlf\r\n.txt",
+    "backslash": "back\\slash.txt",
+    "all-of-them": 'a"b\\c\rd\ne%22f.txt',
+}
+
 #: Prints the command line of every process in the sandbox, one a line (arguments separated by
 #: NUL bytes), without naming what it looks for, so it never finds itself.
 LIST_PROCESSES = 'for f in /proc/[0-9]*/cmdline; do cat "$f"; echo; done 2>/dev/null; true'
@@ -445,6 +456,21 @@ class SandboxProviderConformance:
         ]
         assert survivors == [], "processes the timed-out command started are still running"
 
+    @pytest.mark.parametrize(
+        ("command", "exit_code"),
+        [("kill -KILL $$", 137), ("kill -TERM $$", 143)],
+        ids=["SIGKILL", "SIGTERM"],
+    )
+    async def test_a_command_killed_by_a_signal_exits_with_128_plus_the_signal(
+        self, provider: SandboxProvider, command: str, exit_code: int
+    ) -> None:
+        # The exit code a shell reports for a child a signal killed (as `sh -c 'kill -9 $$'`
+        # does under any shell): a result, not an error, and never a negative number.
+        sandbox = self.sandbox(provider)
+        result = await sandbox.run_command(f"echo before; {command}; echo after")
+        assert (result.exit_code, result.timed_out) == (exit_code, False)
+        assert result.stdout == "before\n"
+
     async def test_stdin_none_gives_the_command_an_immediate_end_of_file(
         self, provider: SandboxProvider
     ) -> None:
@@ -568,6 +594,24 @@ class SandboxProviderConformance:
         assert await sandbox.read_text("a/b/c.txt") == "second"
         assert await sandbox.read_text("/workspace/a/other.txt") == "other"
 
+    async def test_a_batch_writing_one_path_twice_keeps_the_last_content_and_mode(
+        self, provider: SandboxProvider
+    ) -> None:
+        # The last write adds executable bits: whether a write over an existing file also takes
+        # bits away differs between providers (Docker and E2B keep the file's bits).
+        sandbox = self.sandbox(provider)
+        await sandbox.write_files(
+            [
+                FileWrite("/workspace/twice.sh", b"first"),
+                FileWrite("/workspace/between.txt", b"between"),
+                FileWrite("/workspace/twice.sh", b"last", 0o755),
+            ]
+        )
+        assert await sandbox.read_text("twice.sh") == "last"
+        assert await sandbox.read_text("between.txt") == "between"
+        mode = await sandbox.run_command("stat -c %a twice.sh")
+        assert mode.stdout == "755\n", "twice.sh should end with the last write's mode"
+
     async def test_write_files_takes_a_mapping_of_text_and_bytes(
         self, provider: SandboxProvider
     ) -> None:
@@ -645,6 +689,34 @@ class SandboxProviderConformance:
             await sandbox.list_dir("f.txt")
         with pytest.raises(SandboxFileNotFoundError):
             await sandbox.list_dir("nowhere")
+
+    @pytest.mark.parametrize(
+        "name",
+        list(AWKWARD_NAMES.values()),
+        ids=list(AWKWARD_NAMES),
+    )
+    async def test_a_file_name_with_quotes_or_line_breaks_is_kept_exactly(
+        self, provider: SandboxProvider, name: str
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        # In a batch with other files, and alone: a backend may send the two differently.
+        await sandbox.write_files({f"d/{name}": "in a batch", "d/plain.txt": "plain"})
+        await sandbox.write_file(f"alone/{name}", "alone")
+        assert [e.name for e in await sandbox.list_dir("d")] == sorted([name, "plain.txt"])
+        assert [(e.name, e.path) for e in await sandbox.list_dir("alone")] == [
+            (name, f"/workspace/alone/{name}")
+        ]
+        assert await sandbox.read_text(f"d/{name}") == "in a batch"
+        assert await sandbox.read_text(f"alone/{name}") == "alone"
+        # The shell sees the same name (printed NUL-terminated, so a line break stays one).
+        listed = await sandbox.run_command("for f in d/* alone/*; do printf '%s\\0' \"$f\"; done")
+        assert sorted(listed.stdout.split("\0")[:-1]) == sorted(
+            [f"d/{name}", "d/plain.txt", f"alone/{name}"]
+        )
+        assert await sandbox.exists(f"d/{name}")
+        await sandbox.remove(f"d/{name}")
+        assert not await sandbox.exists(f"d/{name}")
+        assert [e.name for e in await sandbox.list_dir("d")] == ["plain.txt"]
 
     # -- files: writes never destroy ------------------------------------------------------------
 
@@ -789,6 +861,39 @@ class SandboxProviderConformance:
         await sandbox.remove("alias", recursive=recursive)
         assert [e.name for e in await sandbox.list_dir(".")] == ["real"]
         assert await sandbox.read_text("real/inner.txt") == "kept"
+
+    async def test_a_dangling_symlink_is_an_entry_though_nothing_is_behind_it(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.make_dir("d")
+        await self.link(sandbox, "missing", "d/dangling")
+        assert not await sandbox.exists("d/dangling")
+        assert [(e.name, e.type) for e in await sandbox.list_dir("d")] == [("dangling", "symlink")]
+        with pytest.raises(SandboxFileNotFoundError):
+            await sandbox.read_file("d/dangling")
+        with pytest.raises(SandboxFileExistsError):
+            await sandbox.make_dir("d/dangling")
+        await sandbox.remove("d/dangling")
+        assert await sandbox.list_dir("d") == []
+        assert not await sandbox.exists("missing")
+
+    async def test_a_symlink_to_a_folder_is_listed_as_a_link_and_leads_to_the_folder(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.write_file("d/real/inner.txt", "inner")
+        await self.link(sandbox, "real", "d/alias")
+        assert [(e.name, e.type) for e in await sandbox.list_dir("d")] == [
+            ("alias", "symlink"),
+            ("real", "directory"),
+        ]
+        assert await sandbox.exists("d/alias")
+        assert [e.name for e in await sandbox.list_dir("d/alias")] == ["inner.txt"]
+        with pytest.raises(SandboxIsADirectoryError):
+            await sandbox.read_file("d/alias")
+        with pytest.raises(SandboxFileExistsError):
+            await sandbox.make_dir("d/alias")
 
     async def test_a_symlink_to_a_host_path_never_reaches_the_host_file(
         self, provider: SandboxProvider, tmp_path: Path
