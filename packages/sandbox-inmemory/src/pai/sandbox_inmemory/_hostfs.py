@@ -188,6 +188,15 @@ class HostFs(InMemoryFs):
             return
         await super().append_file(path, content, encoding)
 
+    def is_plain_folder(self, path: str) -> bool:
+        """Whether ``path`` names a folder exactly as stored (absolute, in normal form) while no
+        link exists anywhere: then it is a folder by every rule of resolution, and its parents
+        are folders too. ``False`` decides nothing (the full check does); it spares that check
+        for a command's usual working folder."""
+        if self._entries.links:
+            return False
+        return type(self._data.get(path)) is DirectoryEntry
+
     # -- path resolution, as the kernel does it ------------------------------------------------
     # just-bash's counts links per component (so a path of many components may follow thousands
     # of links), does not resolve links inside a link's target, and raises ELOOP when a path

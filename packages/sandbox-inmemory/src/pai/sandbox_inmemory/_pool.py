@@ -56,6 +56,9 @@ _BOOTSTRAP = (
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+_SMALL_WRITE = 64 * 1024
+"""Payloads up to this size are written in one piece with their frame's head."""
+
 _SMALL = 1 << 20
 """Frames parts up to this size are read through the shared buffer; larger ones directly."""
 
@@ -107,8 +110,10 @@ class Worker:
         return self.process.pid
 
     async def send(self, frame: bytes, payload: bytes = b"") -> None:
-        """Write ``frame`` and then ``payload`` (the rest of the frame, not joined to it)."""
-        for part in (frame, payload):
+        """Write ``frame`` and then ``payload`` (the rest of the frame): joined when small, so
+        the worker wakes once to read it whole; a large payload is not copied."""
+        parts = (frame + payload,) if len(payload) <= _SMALL_WRITE else (frame, payload)
+        for part in parts:
             view = memoryview(part)
             while view:
                 try:
@@ -300,8 +305,9 @@ class Lease:
     async def release(self, *, reusable: bool) -> None:
         """Give the worker back (or kill it, when not ``reusable``) and free the slot."""
         try:
-            with anyio.CancelScope(shield=True):
-                await self._pool.give_back(self.worker, reusable=reusable)
+            if not self._pool.keep(self.worker, reusable=reusable):
+                with anyio.CancelScope(shield=True):
+                    await self.worker.reap()
         finally:
             self._slots.give()
 
@@ -396,8 +402,9 @@ class WorkerPool:
                 return self._idle.pop(index)
         return self._idle.pop() if self._idle else None
 
-    async def give_back(self, worker: Worker, *, reusable: bool) -> None:
-        """Put ``worker`` back among the idle ones, or kill it."""
+    def keep(self, worker: Worker, *, reusable: bool) -> bool:
+        """Put ``worker`` back among the idle ones; ``False`` when it is not kept (the caller
+        reaps it)."""
         with self._lock:
             self._busy.discard(worker)
             # Up to max_workers + 1 idle: a worker for each command that may run next, and the
@@ -406,8 +413,7 @@ class WorkerPool:
             keep = reusable and not worker.killed and len(self._idle) <= self.max_workers
             if keep:
                 self._idle.append(worker)
-        if not keep:
-            await worker.reap()
+        return keep
 
     def pids(self) -> list[int]:
         """The process ids of the live workers that finished starting, idle or busy."""

@@ -277,6 +277,18 @@ class InMemorySandboxInstance:
 
         return await anyio.to_thread.run_sync(in_thread, abandon_on_cancel=abandon_on_cancel)
 
+    def _plain_workdir(self, cwd: str) -> bool:
+        """Whether ``cwd`` is certainly a fit working folder, known without the full check
+        (``HostFs.is_plain_folder``), the instance being alive; ``False`` decides nothing."""
+        state = self._state
+        if not state.lock.acquire(blocking=False):
+            return False
+        try:
+            state.check()
+            return state.fs.is_plain_folder(cwd)
+        finally:
+            state.lock.release()
+
     async def _files(self, operation: Callable[[HostFs], Coroutine[Any, Any, T]]) -> T:
         """A file-API operation of ``_files`` (a coroutine that never suspends), under the lock."""
         return await self._locked(lambda fs: drive(operation(fs)))
@@ -311,14 +323,15 @@ class InMemorySandboxInstance:
         if timeout is not None and not timeout > 0:  # also refuses NaN
             raise SandboxInputError(f"timeout must be positive seconds or None, got {timeout!r}")
         state, runtime = self._state, self._runtime
-        try:
-            # Not a lambda: that would make cwd a cell this coroutine holds while it waits.
-            await self._files(partial(_files.check_workdir, path=cwd))
-        except SandboxVanishedError:
-            raise
-        except SandboxError as error:
-            message = f"pai-sandbox-inmemory: cannot run the command in {cwd}: {error}\n"
-            return RawCommandResult(stdout=b"", stderr=message.encode(), exit_code=1)
+        if not self._plain_workdir(cwd):
+            try:
+                # Not a lambda: that would make cwd a cell this coroutine holds while it waits.
+                await self._files(partial(_files.check_workdir, path=cwd))
+            except SandboxVanishedError:
+                raise
+            except SandboxError as error:
+                message = f"pai-sandbox-inmemory: cannot run the command in {cwd}: {error}\n"
+                return RawCommandResult(stdout=b"", stderr=message.encode(), exit_code=1)
 
         queued = anyio.current_time()
         deadline = math.inf if timeout is None else queued + timeout

@@ -107,6 +107,10 @@ def decode(data: bytes, encoding: str = "utf-8") -> str:
 # -- the pipe to the host -----------------------------------------------------------------------
 
 
+_JOIN_LIMIT = 64 * 1024
+"""Payloads up to this size are written in one piece with their frame's head."""
+
+
 class HostGone(BaseException):
     """The host closed the worker's pipe: the worker ends."""
 
@@ -119,8 +123,11 @@ class Channel:
         self._write_fd = write_fd
 
     def send(self, document: object, payload: bytes = b"") -> None:
-        # The payload follows the head without being joined to it (no copy of a large write).
-        for part in (encode_head(document, len(payload)), payload):
+        # A small frame goes in one write, so the host wakes once to read it whole; a large
+        # payload follows the head without being joined to it (no copy of a large write).
+        head = encode_head(document, len(payload))
+        parts = (head + payload,) if len(payload) <= _JOIN_LIMIT else (head, payload)
+        for part in parts:
             view = memoryview(part)
             while view:
                 written = os.write(self._write_fd, view)
