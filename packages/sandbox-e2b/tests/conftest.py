@@ -13,6 +13,7 @@ import pytest
 from e2b import AsyncSandbox
 from e2b_helpers import options
 
+from pai.sandbox import Sandbox, create_sandbox, create_sandbox_session_manager
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator, e2b_emulator
 
@@ -46,6 +47,14 @@ def provider(emulator: E2BEmulator, namespace: str) -> E2BSandboxProvider:
         sandbox_url=emulator.url,
         namespace=namespace,
     )
+
+
+@pytest.fixture
+async def sandbox(provider: E2BSandboxProvider) -> AsyncIterator[Sandbox]:
+    """A sandbox facade on the provider, under a fresh key, destroyed after the test."""
+    key = uuid.uuid4().hex
+    yield create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+    await provider.destroy(key)
 
 
 @pytest.fixture

@@ -6,27 +6,16 @@ asyncio only: the e2b SDK is asyncio-only.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
-
 import pytest
 
-from pai.sandbox import Sandbox, create_sandbox, create_sandbox_session_manager
+from pai.sandbox import Sandbox
 from pai.sandbox.provider import (
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
 )
-from pai.sandbox_e2b import E2BSandboxProvider
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def sandbox(provider: E2BSandboxProvider) -> AsyncIterator[Sandbox]:
-    key = uuid.uuid4().hex
-    yield create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
-    await provider.destroy(key)
 
 
 async def test_remove_without_recursive_refuses_a_non_empty_folder_and_keeps_it(

@@ -7,14 +7,12 @@ asyncio only: the e2b SDK is asyncio-only.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from e2b.envd.process import process_pb
 
-from pai.sandbox import Sandbox, create_sandbox, create_sandbox_session_manager
+from pai.sandbox import Sandbox
 from pai.sandbox.provider import (
     FileWrite,
     SandboxInputError,
@@ -29,12 +27,10 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def sandbox(provider: E2BSandboxProvider) -> AsyncIterator[Sandbox]:
-    key = uuid.uuid4().hex
-    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+async def sandbox(sandbox: Sandbox) -> Sandbox:
+    """The shared fixture's sandbox, made in E2B before the test (a command ran in it)."""
     await sandbox.run_command("true")
-    yield sandbox
-    await provider.destroy(key)
+    return sandbox
 
 
 async def uploads(emulator: E2BEmulator, provider: E2BSandboxProvider, sandbox: Sandbox) -> int:
