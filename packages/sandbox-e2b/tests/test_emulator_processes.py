@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 from typing import Any
 
 import pytest
@@ -118,6 +119,21 @@ async def test_how_a_command_ended_is_told_as_envd_tells_it(
     with pytest.raises(CommandExitException) as ended:
         await raw.commands.run(command)
     assert (ended.value.exit_code, ended.value.error) == (exit_code, error)
+
+
+async def test_a_command_starts_with_no_signal_ignored_whatever_the_emulator_ignores(
+    raw: AsyncSandbox,
+) -> None:
+    # envd is a service: its commands start with every signal at its default action. The
+    # emulator's process may ignore some (run under nohup, SIGHUP is ignored), and a command it
+    # started would inherit that: `kill -HUP $$` would do nothing and exit 0.
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with pytest.raises(CommandExitException) as ended:
+            await raw.commands.run("kill -HUP $$")
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert (ended.value.exit_code, ended.value.error) == (-1, "signal: hangup")
 
 
 async def test_at_its_deadline_envd_kills_the_command_alone(raw: AsyncSandbox) -> None:

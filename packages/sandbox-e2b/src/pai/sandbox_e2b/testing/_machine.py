@@ -21,6 +21,7 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -556,8 +557,30 @@ def _tools() -> tuple[list[str], str, str] | str:
                 # process running the emulator die without stopping it (a run killed -9).
                 setpriv = shutil.which("setpriv")
                 launcher = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
-                _tools_found = (launcher, unshare, nsenter)
+                _tools_found = (launcher + _default_signals(), unshare, nsenter)
         return _tools_found
+
+
+def _default_signals() -> list[str]:
+    """The prefix that starts a sandbox's processes with every signal at its default action, as
+    envd's are (a service's): without it they inherit what this process ignores, and under
+    ``nohup`` ``kill -HUP $$`` would do nothing. GNU env's ``--default-signal`` (coreutils 8.31
+    and later); an empty prefix where there is none."""
+    found = shutil.which("env")
+    if found is None:
+        return []
+    try:
+        probe = subprocess.run(
+            [found, "--default-signal", "true"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [found, "--default-signal"] if probe.returncode == 0 else []
 
 
 # -- can it run here? --------------------------------------------------------------------------------
