@@ -185,12 +185,13 @@ def test_a_probe_timeout_must_be_a_positive_number_of_seconds() -> None:
 
 
 def test_load_checked_config_never_quotes_a_url_password() -> None:
-    Path("pai.toml").write_text('[storage]\nurl = "postgresql://app:pw-hunter2-x@db/threads"\n')
+    # A scheme no installed backend takes (pai-storage-postgres takes postgresql://).
+    Path("pai.toml").write_text('[storage]\nurl = "mysql://app:pw-hunter2-x@db/threads"\n')
 
     with pytest.raises(ConfigError) as raised:
         load_checked_config()
 
     assert "pw-hunter2-x" not in str(raised.value)
-    assert "postgresql://app:***@db/threads" in str(raised.value)
+    assert "mysql://app:***@db/threads" in str(raised.value)
     assert raised.value.__cause__ is None
     assert raised.value.__suppress_context__

@@ -38,6 +38,10 @@ class TestSqliteFile(StorageConformance):
         assert isinstance(storage, SqliteStorage)
         return SqliteStorage(storage.path)
 
+    def open_second(self, storage: Storage) -> Storage:
+        assert isinstance(storage, SqliteStorage)
+        return SqliteStorage(storage.path)
+
 
 def test_importing_pai_core_testing_does_not_import_pytest() -> None:
     code = "import sys, pai.core.testing; print('pytest' in sys.modules)"
@@ -53,6 +57,8 @@ def test_importing_pai_core_testing_does_not_import_pytest() -> None:
 # pytest session) and each test below checks that the suite failed the class on its rule.
 BROKEN_STORES = """
 import dataclasses
+import itertools
+from datetime import UTC, datetime
 
 import anyio.lowlevel
 
@@ -61,16 +67,16 @@ from pai.core.testing import StorageConformance
 
 
 class NotAtomic(InMemoryStorage):
-    async def append_messages(self, thread_id, messages):
+    async def append_messages(self, thread_id, messages, *, lease=None):
         for message in messages:
-            await super().append_messages(thread_id, [message])
+            await super().append_messages(thread_id, [message], lease=lease)
 
 
 class Interleaving(InMemoryStorage):
-    async def append_messages(self, thread_id, messages):
+    async def append_messages(self, thread_id, messages, *, lease=None):
         for message in messages:
             await anyio.lowlevel.checkpoint()
-            await super().append_messages(thread_id, [message])
+            await super().append_messages(thread_id, [message], lease=lease)
 
 
 class ShallowDelete(InMemoryStorage):
@@ -103,8 +109,8 @@ class Lossy(InMemoryStorage):
     async def list_threads(self, scope_key, *, parent_thread_id=None):
         return await super().list_threads(lossy(scope_key), parent_thread_id=parent_thread_id)
 
-    async def append_messages(self, thread_id, messages):
-        await super().append_messages(lossy(thread_id), messages)
+    async def append_messages(self, thread_id, messages, *, lease=None):
+        await super().append_messages(lossy(thread_id), messages, lease=lease)
 
     async def get_messages(self, thread_id, *, start=0):
         return await super().get_messages(lossy(thread_id), start=start)
@@ -124,13 +130,65 @@ class KeepsObjects(InMemoryStorage):
         super().__init__()
         self.kept = {}
 
-    async def append_messages(self, thread_id, messages):
-        await super().append_messages(thread_id, messages)
+    async def append_messages(self, thread_id, messages, *, lease=None):
+        await super().append_messages(thread_id, messages, lease=lease)
         self.kept.setdefault(thread_id, []).extend(messages)
 
     async def get_messages(self, thread_id, *, start=0):
         await super().get_messages(thread_id, start=start)
         return tuple(self.kept.get(thread_id, [])[start:])
+
+
+class Unfenced(InMemoryStorage):
+    async def append_messages(self, thread_id, messages, *, lease=None):
+        await super().append_messages(thread_id, messages)
+
+
+class TokensPerThread(InMemoryStorage):
+    async def create_thread(self, record):
+        await super().create_thread(record)
+        self._tokens = itertools.count(1)  # a counter per thread, restarted with it
+
+
+class ForgetsInterruptions(InMemoryStorage):
+    async def acquire_run(self, thread_id, *, holder, ttl):
+        lease = await super().acquire_run(thread_id, holder=holder, ttl=ttl)
+        return None if lease is None else dataclasses.replace(lease, interrupted=None)
+
+
+class RacyAcquire(InMemoryStorage):
+    async def acquire_run(self, thread_id, *, holder, ttl):
+        entry = self._threads.get(thread_id)
+        free = entry is None or entry.lease is None or entry.lease_released
+        await anyio.lowlevel.checkpoint()  # between the check and the write: a race
+        if free and entry is not None:
+            entry.lease = None
+        return await super().acquire_run(thread_id, holder=holder, ttl=ttl)
+
+
+class NeverExpires(InMemoryStorage):
+    def __init__(self):
+        super().__init__(clock=lambda: datetime(2024, 1, 1, tzinfo=UTC))
+
+
+class TestUnfenced(StorageConformance):
+    create_storage = Unfenced
+
+
+class TestTokensPerThread(StorageConformance):
+    create_storage = TokensPerThread
+
+
+class TestForgetsInterruptions(StorageConformance):
+    create_storage = ForgetsInterruptions
+
+
+class TestRacyAcquire(StorageConformance):
+    create_storage = RacyAcquire
+
+
+class TestNeverExpires(StorageConformance):
+    create_storage = NeverExpires
 
 
 class TestNotAtomic(StorageConformance):
@@ -262,3 +320,40 @@ def test_suite_skips_durability_saying_why_when_reopen_is_not_implemented(
     assert outcome.failed == set()
     reason = outcome.skipped["test_a_new_instance_reads_what_a_closed_one_wrote"]
     assert "does not implement reopen(storage)" in reason
+
+
+def test_suite_catches_appends_that_ignore_the_lease(pytester: pytest.Pytester) -> None:
+    assert run_suite(pytester, "TestUnfenced").failed == {
+        "test_an_append_with_the_current_lease_stores_and_with_a_stale_one_stores_nothing",
+        "test_tokens_grow_across_a_thread_deleted_and_created_again",
+    }
+
+
+def test_suite_catches_tokens_reused_after_a_thread_is_created_again(
+    pytester: pytest.Pytester,
+) -> None:
+    assert run_suite(pytester, "TestTokensPerThread").failed == {
+        "test_tokens_grow_across_a_thread_deleted_and_created_again"
+    }
+
+
+def test_suite_catches_a_takeover_that_does_not_name_the_interrupted_holder(
+    pytester: pytest.Pytester,
+) -> None:
+    assert run_suite(pytester, "TestForgetsInterruptions").failed == {
+        "test_an_expired_lease_is_taken_over_naming_the_interrupted_holder"
+    }
+
+
+def test_suite_catches_two_concurrent_acquires_both_winning(pytester: pytest.Pytester) -> None:
+    assert "test_concurrent_acquires_let_exactly_one_win" in (
+        run_suite(pytester, "TestRacyAcquire").failed
+    )
+
+
+def test_suite_catches_leases_that_never_expire(pytester: pytest.Pytester) -> None:
+    assert {
+        "test_an_expired_lease_is_taken_over_naming_the_interrupted_holder",
+        "test_a_stale_release_does_not_free_the_current_lease",
+        "test_renewing_a_lease_taken_over_or_released_raises_lease_lost",
+    } <= run_suite(pytester, "TestNeverExpires").failed

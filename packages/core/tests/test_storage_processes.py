@@ -2,7 +2,9 @@
 
 Each worker is a real process with its own runtime, as when several ``pai chat --thread`` or app
 workers share a database: no run is lost, duplicated or split by another's, and a worker killed
-with SIGKILL in the middle of its runs leaves the thread readable and writable.
+with SIGKILL in the middle of its runs leaves the thread readable and writable. The next run
+waits for the dead run's lease to expire (``run_lease_ttl``, one second here), then records that
+the run was interrupted and goes on.
 """
 
 from __future__ import annotations
@@ -53,7 +55,10 @@ async def main():
         print((await admin.create_thread()).id)
     elif name == "read":
         for message in await admin.thread(thread_id).messages():
-            print(message.role, message.content)
+            if message.role == "error":
+                print(message.role, message.error_type)
+            else:
+                print(message.role, message.content)
     else:
         while not os.path.exists("go"):
             time.sleep(0.01)
@@ -72,7 +77,9 @@ anyio.run(main)
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "pai.toml").write_text('[storage]\nurl = "sqlite:///threads.db"\n')
+    (tmp_path / "pai.toml").write_text(
+        '[storage]\nurl = "sqlite:///threads.db"\nrun_lease_ttl = 1\n'
+    )
     (tmp_path / "worker.py").write_text(WORKER)
     return tmp_path
 
@@ -97,14 +104,25 @@ def finish(worker: subprocess.Popen[str]) -> str:
 
 def runs_of(project: Path, thread_id: str) -> list[tuple[str, str]]:
     """The thread's messages, read by a fresh process, as (question, answer) pairs: each run is
-    one user message followed by its own answer."""
-    lines = finish(start(project, "read", thread_id, "0")).splitlines()
+    one user message followed by its own answer. Interrupted-run markers are left out (see
+    :func:`interruptions`)."""
+    lines = [
+        line
+        for line in finish(start(project, "read", thread_id, "0")).splitlines()
+        if line != "error RunInterrupted"
+    ]
     assert len(lines) % 2 == 0, lines
     pairs = [(lines[i], lines[i + 1]) for i in range(0, len(lines), 2)]
     for question, reply in pairs:
         assert question.startswith("user "), pairs
         assert reply == "assistant re " + question.removeprefix("user "), pairs
     return [(q.removeprefix("user "), r.removeprefix("assistant ")) for q, r in pairs]
+
+
+def interruptions(project: Path, thread_id: str) -> int:
+    """How many runs of the thread were recorded as interrupted."""
+    lines = finish(start(project, "read", thread_id, "0")).splitlines()
+    return lines.count("error RunInterrupted")
 
 
 def new_thread(project: Path) -> str:
@@ -148,6 +166,7 @@ def test_a_worker_killed_during_a_run_leaves_the_thread_readable_and_writable(
     assert runs_of(project, thread_id) == [("before 0", "re before 0"), ("before 1", "re before 1")]
     finish(start(project, "after", thread_id, "1"))
     assert [q for q, _ in runs_of(project, thread_id)] == ["before 0", "before 1", "after 0"]
+    assert interruptions(project, thread_id) == 1, "the killed run was not recorded as interrupted"
     check_database(project)
 
 

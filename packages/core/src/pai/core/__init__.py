@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from pai.core._errors import PaiError as PaiError
     from pai.core._errors import PluginError as PluginError
     from pai.core._errors import RetryableModelError as RetryableModelError
+    from pai.core._errors import RunLeaseLostError as RunLeaseLostError
     from pai.core._errors import RuntimeClosedError as RuntimeClosedError
     from pai.core._errors import RuntimeContextError as RuntimeContextError
     from pai.core._errors import StepLimitExceededError as StepLimitExceededError
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from pai.core._errors import StorageError as StorageError
     from pai.core._errors import StorageFileError as StorageFileError
     from pai.core._errors import StorageSchemaError as StorageSchemaError
+    from pai.core._errors import ThreadBusyError as ThreadBusyError
     from pai.core._errors import ThreadDeletedError as ThreadDeletedError
     from pai.core._errors import ThreadExistsError as ThreadExistsError
     from pai.core._errors import ThreadNotFoundError as ThreadNotFoundError
@@ -142,6 +144,7 @@ if TYPE_CHECKING:
     from pai.core._scope import ScopeKind as ScopeKind
     from pai.core._scope import derive_instance_key as derive_instance_key
     from pai.core._scope import instance_key as instance_key
+    from pai.core._storage import RunLease as RunLease
     from pai.core._storage import Storage as Storage
     from pai.core._storage import ThreadRecord as ThreadRecord
     from pai.core._storage_config import open_storage as open_storage
@@ -197,6 +200,7 @@ _SOURCES: dict[str, str] = {
     "PaiError": "pai.core._errors",
     "PluginError": "pai.core._errors",
     "RetryableModelError": "pai.core._errors",
+    "RunLeaseLostError": "pai.core._errors",
     "RuntimeClosedError": "pai.core._errors",
     "RuntimeContextError": "pai.core._errors",
     "StepLimitExceededError": "pai.core._errors",
@@ -205,6 +209,7 @@ _SOURCES: dict[str, str] = {
     "StorageError": "pai.core._errors",
     "StorageFileError": "pai.core._errors",
     "StorageSchemaError": "pai.core._errors",
+    "ThreadBusyError": "pai.core._errors",
     "ThreadDeletedError": "pai.core._errors",
     "ThreadExistsError": "pai.core._errors",
     "ThreadNotFoundError": "pai.core._errors",
@@ -279,6 +284,7 @@ _SOURCES: dict[str, str] = {
     "ScopeKind": "pai.core._scope",
     "derive_instance_key": "pai.core._scope",
     "instance_key": "pai.core._scope",
+    "RunLease": "pai.core._storage",
     "Storage": "pai.core._storage",
     "ThreadRecord": "pai.core._storage",
     "open_storage": "pai.core._storage_config",
@@ -355,6 +361,8 @@ __all__ = [
     "RetryableModelError",
     "RunEvent",
     "RunFinished",
+    "RunLease",
+    "RunLeaseLostError",
     "RunResult",
     "RuntimeClosedError",
     "RuntimeContextError",
@@ -375,6 +383,7 @@ __all__ = [
     "StorageURL",
     "StreamingModel",
     "TextDelta",
+    "ThreadBusyError",
     "ThreadDeletedError",
     "ThreadExistsError",
     "ThreadHandle",

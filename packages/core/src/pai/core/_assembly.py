@@ -7,6 +7,7 @@ configuration.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from pai.core._agent import Agent, define_agent
@@ -21,7 +22,12 @@ from pai.core._plugins import Plugins
 from pai.core._record import validate_binding_record
 from pai.core._runtime import AgentRuntime, ScopeKeyFn, UserKeyFn
 from pai.core._storage import Storage
-from pai.core._storage_config import storage_from_config
+from pai.core._storage_config import (
+    BUSY_THREAD_WAIT,
+    RUN_LEASE_TTL,
+    run_options,
+    storage_from_config,
+)
 
 
 def default_storage(config: PaiConfig, plugins: Plugins | None) -> Storage:
@@ -32,6 +38,35 @@ def default_storage(config: PaiConfig, plugins: Plugins | None) -> Storage:
     from pai.core._storage_sqlite import SqliteStorage
 
     return SqliteStorage(":memory:")
+
+
+def run_lease_options(
+    run_lease_ttl: float | None, busy_thread_wait: float | None, config: PaiConfig | None
+) -> tuple[float, float]:
+    """The run lease's time to live and the longest wait for a busy thread: from code when
+    given there, else from ``[storage]`` of ``config``, else the defaults (30 s, 60 s)."""
+    configured = run_options(config)
+    ttl = (
+        configured.get("run_lease_ttl", RUN_LEASE_TTL)
+        if run_lease_ttl is None
+        else _seconds(run_lease_ttl, "run_lease_ttl", positive=True)
+    )
+    wait = (
+        configured.get("busy_thread_wait", BUSY_THREAD_WAIT)
+        if busy_thread_wait is None
+        else _seconds(busy_thread_wait, "busy_thread_wait", positive=False)
+    )
+    return ttl, wait
+
+
+def _seconds(value: object, name: str, *, positive: bool) -> float:
+    seconds = -1.0
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0 or (positive and seconds == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise DefinitionError(f"{name} must be a number of seconds {bound}, got {value!r}")
+    return seconds
 
 
 def agent_tree(agent: Agent) -> list[Agent]:
@@ -112,6 +147,8 @@ def create_agent_runtime(
     owns_storage: bool = True,
     config: PaiConfig | None = None,
     plugins: Plugins | None = None,
+    run_lease_ttl: float | None = None,
+    busy_thread_wait: float | None = None,
 ) -> AgentRuntime:
     """Build the runtime for ``agent``; the binding record is checked here, all problems at once.
 
@@ -134,6 +171,17 @@ def create_agent_runtime(
     model gets the ``[model]`` of the configuration (see :func:`~pai.core.model_from_config`).
     ``owns_storage=False`` leaves ``storage`` open on :meth:`AgentRuntime.aclose` (for
     storage shared between runtimes, as :func:`create_pai` does).
+
+    Runs on one thread never overlap, in this process or in any other on the same storage: a run
+    holds the thread's *run lease* while it runs. ``busy_thread_wait`` (default 60 s) is how long
+    a run waits for a thread another run holds before it raises
+    :class:`~pai.core.ThreadBusyError`; ``run_lease_ttl`` (default 30 s) is how long a lease
+    lasts unless renewed (the runtime renews it every third of that), so a run whose process dies
+    holds its thread for at most that long, and a run that stalls longer loses the thread to
+    another (:class:`~pai.core.RunLeaseLostError`). Without them here, ``[storage]
+    run_lease_ttl`` and ``busy_thread_wait`` of the configuration apply when the runtime reads
+    it (it does when ``storage`` or a binding or a model comes from configuration, or
+    ``config`` is given).
 
     Example::
 
@@ -182,6 +230,7 @@ def create_agent_runtime(
                 "another scope",
                 ids=per_user,
             )
+    ttl, wait = run_lease_options(run_lease_ttl, busy_thread_wait, config)
     if storage is None:
         assert config is not None
         storage = default_storage(config, plugins)
@@ -195,6 +244,8 @@ def create_agent_runtime(
         settlement_window=settlement_window,
         owns_storage=owns_storage,
         owned_models=owned_models,
+        run_lease_ttl=ttl,
+        busy_thread_wait=wait,
     )
 
 
@@ -204,4 +255,5 @@ __all__ = [
     "default_storage",
     "needs_model_config",
     "resolve_models",
+    "run_lease_options",
 ]

@@ -555,6 +555,8 @@ async def open_chat_target(
                     on_runtime_error=on_runtime_error,
                     settlement_window=runtime.settlement_window,
                     owns_storage=False,
+                    run_lease_ttl=runtime.run_lease_ttl,
+                    busy_thread_wait=runtime.busy_thread_wait,
                 )
         yield ChatTarget(
             spec=spec,

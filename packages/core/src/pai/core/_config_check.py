@@ -54,11 +54,12 @@ def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
     from pai.core._config_binding import bindings_from_config
     from pai.core._model_config import check_model_config
     from pai.core._plugins import get_plugins
-    from pai.core._storage_config import storage_from_config
+    from pai.core._storage_config import run_options, storage_from_config
 
     plugins = plugins if plugins is not None else get_plugins()
     registrations = plugins.capabilities()
     check_capability_ids(config, registrations)
+    run_options(config)  # [storage] run_lease_ttl, busy_thread_wait
     storage = storage_from_config(config, plugins=plugins)
     bindings: dict[str, CapabilityBinding[object]] = {}
     try:

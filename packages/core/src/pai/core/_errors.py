@@ -15,6 +15,8 @@
     ├── ThreadNotFoundError            (LookupError: no thread with that id in this scope)
     ├── ThreadExistsError              (ValueError: a thread id is already taken)
     ├── ThreadDeletedError             (RuntimeError: the thread was deleted while work ran)
+    ├── ThreadBusyError                (RuntimeError: another run held the thread all the wait long)
+    ├── RunLeaseLostError              (RuntimeError: a run's lease on its thread was taken over)
     ├── StorageError                   (RuntimeError: storage cannot be opened, is closed or corrupt)
     │   └── StorageFileError                 (a database file cannot be used; .path; left untouched)
     │       ├── StorageCorruptError                (damaged, truncated, or not a database)
@@ -154,6 +156,22 @@ class ThreadExistsError(PaiError, ValueError):
 
 class ThreadDeletedError(PaiError, RuntimeError):
     """The thread was deleted while this operation ran; its work was cancelled."""
+
+
+class ThreadBusyError(PaiError, RuntimeError):
+    """Another run (in this process or another) held the thread for as long as this run could
+    wait to start. ``thread_id`` names the thread and ``waited`` the seconds waited."""
+
+    def __init__(self, message: str, *, thread_id: str, waited: float) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.waited = waited
+
+
+class RunLeaseLostError(PaiError, RuntimeError):
+    """A run lease is no longer its thread's current one: it was released, or another run took
+    the thread over after the lease expired (its holder stalled past the lease's time to live).
+    Nothing was written with it."""
 
 
 class StorageError(PaiError, RuntimeError):

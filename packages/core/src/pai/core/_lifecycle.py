@@ -49,8 +49,11 @@ OnRuntimeError: TypeAlias = Callable[[RuntimeErrorEvent], Awaitable[None] | None
 
 
 @dataclass(eq=False, slots=True)
-class _ActiveOperation:
+class ActiveOperation:
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    reason: Exception | None = None
+    """Why it was cancelled, when not because its thread was deleted here (a run lease lost):
+    the error its caller gets (see :meth:`ActiveWork.cancel_current`)."""
     finished: bool = False
     done: anyio.Event | None = None
     """Made by the first deleter that waits for the operation (most operations are never
@@ -73,11 +76,11 @@ class ActiveWork:
     """
 
     def __init__(self) -> None:
-        self._by_thread: dict[str, set[_ActiveOperation]] = {}
+        self._by_thread: dict[str, set[ActiveOperation]] = {}
         # The operations the current task is part of: a tuple, as they nest only a few deep (a
         # delegated run inside a run), and adding one to a tuple makes no set.
-        self._current: contextvars.ContextVar[tuple[_ActiveOperation, ...]] = (
-            contextvars.ContextVar("pai_active_operations", default=())
+        self._current: contextvars.ContextVar[tuple[ActiveOperation, ...]] = contextvars.ContextVar(
+            "pai_active_operations", default=()
         )
 
     async def run(
@@ -94,7 +97,7 @@ class ActiveWork:
         The coroutine itself, not a function making it: a function and its arguments (a
         ``partial``) would be held for as long as the work runs, for every run in flight.
         """
-        operation = _ActiveOperation()
+        operation = ActiveOperation()
         operations = self._by_thread.get(thread_id)
         if operations is None:
             operations = self._by_thread[thread_id] = set()
@@ -107,7 +110,7 @@ class ActiveWork:
                     return result
         except Exception as error:
             if operation.cancel_scope.cancel_called:
-                raise deleted(thread_id) from error
+                raise (operation.reason or deleted(thread_id)) from error
             raise
         finally:
             self._current.reset(token)
@@ -118,7 +121,20 @@ class ActiveWork:
             if operation.done is not None:
                 operation.done.set()
         # Deleted meanwhile: the scope swallowed its cancellation, or the work ended anyway.
-        raise deleted(thread_id)
+        raise operation.reason or deleted(thread_id)
+
+    def current(self) -> ActiveOperation | None:
+        """The innermost operation the calling task runs as (``None`` outside any)."""
+        running = self._current.get()
+        return running[-1] if running else None
+
+    @staticmethod
+    def cancel(operation: ActiveOperation, reason: Exception) -> None:
+        """Cancel ``operation``; its caller gets ``reason`` (unless a deletion of its thread
+        cancelled it first)."""
+        if not operation.cancel_scope.cancel_called:
+            operation.reason = reason
+            operation.cancel_scope.cancel()
 
     def count(self, thread_id: str) -> int:
         """How many operations run in ``thread_id`` now."""

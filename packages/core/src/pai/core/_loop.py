@@ -1,6 +1,10 @@
 """The agent loop and what runs inside a thread: runs (``send``, ``submit_tool_results``,
 delegated runs), their tool calls, and commands.
 
+A run holds its thread's run lease from before it reads the history until it ends (see
+:mod:`pai.core._leases`): runs on one thread never overlap, in this process or another, and every
+append of the run passes the lease, so nothing of a run that lost its thread is stored.
+
 A run is a :class:`Run` (what every step reads and what the run wrote) and a sequence of steps;
 each step is three phases, each one method of :class:`AgentLoop`::
 
@@ -47,6 +51,7 @@ from pai.core._errors import (
     CapabilityBindingError,
     CommandInputError,
     DefinitionError,
+    RunLeaseLostError,
     RuntimeContextError,
     StepLimitExceededError,
     ThreadDeletedError,
@@ -83,7 +88,7 @@ from pai.core._model import (
 )
 from pai.core._operations import CommandContext, ToolContext
 from pai.core._run_events import DelegatedRunEvent, RunEvent, RunFinished, ToolCallResult
-from pai.core._storage import ThreadRecord
+from pai.core._storage import RunLease, ThreadRecord
 from pai.core._threads import Threads
 
 _MakeCheck: TypeAlias = Callable[
@@ -126,6 +131,8 @@ class Run:
     """Where the run's events go when it is streamed."""
     usage: Usage = NO_USAGE
     """Tokens the run's model calls used so far."""
+    lease: RunLease | None = None
+    """The thread's run lease the run holds: every append of the run passes it."""
 
 
 _Predicate: TypeAlias = tuple[str, "EnabledFn[Any]", bool]
@@ -180,7 +187,10 @@ class AgentLoop:
     ) -> RunResult:
         thread = await self._threads.get(caller, thread_id)
         agent = self._agents[thread.agent_name]
-        return await self.run(agent, thread, caller, [UserMessage(content=text)], emit)
+        staged: list[Message] = [UserMessage(content=text)]
+        return await self._threads.leases.run(
+            thread.id, lambda lease: self.run(agent, thread, caller, staged, emit, lease)
+        )
 
     def submit_tool_results(
         self, caller: Caller, thread_id: str, results: Mapping[str, object]
@@ -193,6 +203,18 @@ class AgentLoop:
         self, caller: Caller, thread_id: str, results: Mapping[str, object]
     ) -> RunResult:
         thread = await self._threads.get(caller, thread_id)
+        # Under the lease from the start: the pending calls are read by one run at a time.
+        return await self._threads.leases.run(
+            thread.id, lambda lease: self._answer_tool_calls(caller, thread, results, lease)
+        )
+
+    async def _answer_tool_calls(
+        self,
+        caller: Caller,
+        thread: ThreadRecord,
+        results: Mapping[str, object],
+        lease: RunLease,
+    ) -> RunResult:
         agent = self._agents[thread.agent_name]
         history = await self._threads.history.read(self._storage, thread)
         pending = pending_calls(history)
@@ -213,7 +235,7 @@ class AgentLoop:
             )
             for call in pending
         ]
-        return await self.run(agent, thread, caller, staged)
+        return await self.run(agent, thread, caller, staged, lease=lease)
 
     async def run_command(
         self, caller: Caller, thread_id: str, name: str, raw_input: object
@@ -270,10 +292,12 @@ class AgentLoop:
         caller: Caller,
         staged: list[Message],
         emit: Emit | None = None,
+        lease: RunLease | None = None,
     ) -> RunResult:
         """Run ``agent`` in ``thread`` from ``staged`` until it answers, needs external tool
-        results, or runs out of steps; with ``emit``, stream its events there."""
-        run = await self.begin(agent, thread, caller, staged, emit)
+        results, or runs out of steps; with ``emit``, stream its events there. ``lease`` is the
+        thread's run lease the caller holds (every append passes it)."""
+        run = await self.begin(agent, thread, caller, staged, emit, lease)
         for step in range(1, agent.max_steps + 1):
             offered = await self.offered(run, step)
             response = await self.request(run, offered, step)
@@ -291,6 +315,7 @@ class AgentLoop:
         caller: Caller,
         staged: list[Message],
         emit: Emit | None = None,
+        lease: RunLease | None = None,
     ) -> Run:
         """Start a run: its runtime context, its instructions, the thread's history."""
         if agent.model is None or isinstance(agent.model, str):
@@ -300,7 +325,7 @@ class AgentLoop:
                 '([model] provider = "openai", name = "gpt-4.1-mini"), or, in tests, '
                 "create_test_runtime(model=...)"
             )
-        pending = self._runtime_context(agent, thread, caller)
+        pending = self._runtime_context(agent, thread, caller, lease)
         run_context = None if pending is None else await pending
         instructions = agent.instructions
         if not isinstance(instructions, str):
@@ -308,10 +333,12 @@ class AgentLoop:
                 thread.id, caller.scope_key, caller.identity, caller.user_key, run_context
             )
             instructions = await self._app_call(
-                agent, thread, "instructions", instructions, run_input
+                agent, thread, "instructions", instructions, run_input, lease
             )
         history = (await self._threads.history.read(self._storage, thread)).extended(staged)
-        return Run(agent, thread, caller, run_context, instructions, history, staged, [], emit)
+        return Run(
+            agent, thread, caller, run_context, instructions, history, staged, [], emit, lease=lease
+        )
 
     async def offered(self, run: Run, step: int) -> Offered:
         """The tools the model is offered on this step: every tool whose predicate says so."""
@@ -343,7 +370,9 @@ class AgentLoop:
                 if is_async or (type(value) is not bool and is_awaitable(value)):
                     value = await value
             except Exception as error:
-                failure = await self._app_failure(agent, run.thread, "runtime_context", error, name)
+                failure = await self._app_failure(
+                    agent, run.thread, "runtime_context", error, run.lease, name
+                )
                 raise failure from error
             if not value:
                 if disabled is None:
@@ -379,7 +408,7 @@ class AgentLoop:
                     message, finish_reason="tool_calls" if message.tool_calls else "stop"
                 )
         except Exception as error:
-            await self._record_error(run.thread.id, "model", error)
+            await self._record_error(run.thread.id, "model", error, run.lease)
             raise
         if response.usage.input_tokens or response.usage.output_tokens:
             run.usage = run.usage + response.usage
@@ -416,7 +445,7 @@ class AgentLoop:
             for result in results:
                 await run.emit(ToolCallResult(cast("ToolResultMessage", result)))
         step_messages: list[Message] = [*run.staged, response, *results]
-        await self._storage.append_messages(run.thread.id, step_messages)
+        await self._storage.append_messages(run.thread.id, step_messages, lease=run.lease)
         run.history = run.history.extended((response, *results))
         run.written.extend(step_messages)
         run.staged = []
@@ -443,7 +472,7 @@ class AgentLoop:
             f"{run.thread.id!r} without a final answer; raise define_agent(max_steps=...) or "
             "check the model's tool calls"
         )
-        await self._record_error(run.thread.id, "runtime", error)
+        await self._record_error(run.thread.id, "runtime", error, run.lease)
         return error
 
     # -- tool calls ---------------------------------------------------------------------------
@@ -542,11 +571,16 @@ class AgentLoop:
 
             emit = delegated
 
+        staged: list[Message] = [UserMessage(content=task)]
         try:
             result = await self._threads.tracked(
-                child.id, self.run(subagent, child, run.caller, [UserMessage(content=task)], emit)
+                child.id,
+                self._threads.leases.run(
+                    child.id,
+                    lambda lease: self.run(subagent, child, run.caller, staged, emit, lease),
+                ),
             )
-        except (StepLimitExceededError, ThreadDeletedError) as error:
+        except (StepLimitExceededError, ThreadDeletedError, RunLeaseLostError) as error:
             return _failed(call, f"Error: subagent {call.name!r} did not finish: {error}")
         return ToolResultMessage(
             tool_call_id=call.id,
@@ -558,7 +592,7 @@ class AgentLoop:
     # -- app functions: runtime context, instructions, predicates -----------------------------
 
     def _runtime_context(
-        self, agent: Agent, thread: ThreadRecord, caller: Caller
+        self, agent: Agent, thread: ThreadRecord, caller: Caller, lease: RunLease | None = None
     ) -> Awaitable[Any] | None:
         """The agent's runtime context for one run, to await; ``None`` when it has no function
         (then the context is ``None``, and no coroutine is made for it).
@@ -577,7 +611,7 @@ class AgentLoop:
                 caller.identity, thread.id, caller.scope_key, caller.user_key, agent.name
             )
             self._context_inputs[agent.name] = (caller, thread.id, run)
-        return self._app_call(agent, thread, "runtime_context", fn, run)
+        return self._app_call(agent, thread, "runtime_context", fn, run, lease)
 
     async def _app_call(
         self,
@@ -586,6 +620,7 @@ class AgentLoop:
         source: str,
         fn: Callable[[Any], object],
         arg: object,
+        lease: RunLease | None,
     ) -> Any:
         """Run an app function of the run on ``arg``: its failure is recorded in the thread and
         raised as a :class:`RuntimeContextError`."""
@@ -593,7 +628,7 @@ class AgentLoop:
             value = fn(arg)
             return (await value) if is_awaitable(value) else value
         except Exception as error:
-            raise await self._app_failure(agent, thread, source, error) from error
+            raise await self._app_failure(agent, thread, source, error, lease) from error
 
     async def _app_failure(
         self,
@@ -601,6 +636,7 @@ class AgentLoop:
         thread: ThreadRecord,
         source: str,
         error: Exception,
+        lease: RunLease | None,
         tool: str | None = None,
     ) -> RuntimeContextError:
         """Record an app function's failure in the thread; the error to raise from ``error``.
@@ -616,14 +652,18 @@ class AgentLoop:
             f"{what} raised {type(error).__name__}: {error}; the run in thread "
             f"{thread.id!r} did not continue and nothing of it was saved but this error"
         )
-        await self._record_error(thread.id, source, failure)
+        await self._record_error(thread.id, source, failure, lease)
         return failure
 
-    async def _record_error(self, thread_id: str, source: str, error: BaseException) -> None:
+    async def _record_error(
+        self, thread_id: str, source: str, error: BaseException, lease: RunLease | None = None
+    ) -> None:
+        """Record ``error`` in the thread; with the run's ``lease`` when a run failed (a lost
+        lease raises, and the run's caller learns it lost the thread)."""
         message = ErrorMessage(source=source, error_type=type(error).__name__, message=str(error))
         # The thread may have been deleted meanwhile; then there is nothing to record into.
         with contextlib.suppress(ThreadNotFoundError):
-            await self._storage.append_messages(thread_id, [message])
+            await self._storage.append_messages(thread_id, [message], lease=lease)
 
 
 async def _streamed(

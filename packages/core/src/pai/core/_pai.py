@@ -90,6 +90,8 @@ def create_pai(
     settlement_window: float = 5.0,
     config: PaiConfig | None = None,
     plugins: Plugins | None = None,
+    run_lease_ttl: float | None = None,
+    busy_thread_wait: float | None = None,
 ) -> Pai:
     """Build an app: every agent's runtime, each with its binding record checked.
 
@@ -97,6 +99,8 @@ def create_pai(
     from configuration (``config``, read once, and only if needed; ``plugins``), and without
     ``storage`` every agent shares the one ``[storage] url`` names (else an in-process SQLite
     database). Problems in several agents' binding records are reported together.
+    ``run_lease_ttl`` and ``busy_thread_wait`` say how runs share threads with other processes,
+    as in :func:`create_agent_runtime`.
 
     Example::
 
@@ -137,6 +141,8 @@ def create_pai(
                 owns_storage=False,
                 config=config,
                 plugins=plugins,
+                run_lease_ttl=run_lease_ttl,
+                busy_thread_wait=busy_thread_wait,
             )
         except CapabilityBindingError as error:
             problems.append(error)

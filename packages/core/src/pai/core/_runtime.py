@@ -53,11 +53,17 @@ class AgentRuntime:
         settlement_window: float,
         owns_storage: bool,
         owned_models: Sequence[Model] = (),
+        run_lease_ttl: float = 30.0,
+        busy_thread_wait: float = 60.0,
     ) -> None:
         self.agent = agent
         self.storage = storage
         self.bindings: Mapping[str, CapabilityBinding[object]] = bindings
         self.settlement_window = settlement_window
+        self.run_lease_ttl = run_lease_ttl
+        """Seconds a run's lease on its thread lasts unless renewed (every third of it)."""
+        self.busy_thread_wait = busy_thread_wait
+        """Seconds a run waits for a thread another run holds before ThreadBusyError."""
         self._scope_key = scope_key
         self._user_key = user_key
         self._owns_storage = owns_storage
@@ -70,6 +76,8 @@ class AgentRuntime:
             bindings=bindings,
             on_runtime_error=on_runtime_error,
             settlement_window=settlement_window,
+            run_lease_ttl=run_lease_ttl,
+            busy_thread_wait=busy_thread_wait,
         )
         self._loop = AgentLoop(
             agent=agent,

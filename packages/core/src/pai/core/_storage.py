@@ -23,6 +23,39 @@ and runs :class:`pai.core.testing.StorageConformance`, which checks this contrac
 - reads return what was written, in order; records are immutable values, and a message read is
   not changed by what its writer or another reader later does to theirs.
 
+Run leases. Runs on one thread are serialized across every process sharing a storage by a
+per-thread *run lease* carrying a fencing token (a :class:`RunLease`). Each of these calls is
+atomic and safe concurrently, also across processes and across storage objects on the same data:
+
+- ``acquire_run(thread_id, holder=..., ttl=...)`` takes the thread's lease when none is held, the
+  held one was released, or it expired (``expires_at <= now``, by the storage's clock). It returns
+  the new lease, whose ``token`` is greater than every token the storage issued before (a
+  storage-wide counter: never reused, also after the thread is deleted and its id created again)
+  and whose ``expires_at`` is now + ``ttl``; or ``None`` while another lease is live. A lease taken
+  over after it *expired* without being released has ``interrupted`` set to the previous
+  ``holder`` (that run was interrupted); otherwise ``interrupted`` is ``None``. An unknown thread
+  is a :class:`ThreadNotFoundError`; ``ttl <= 0`` a :class:`ValueError`;
+- ``renew_run(lease, ttl=...)`` extends the lease to now + ``ttl`` when it is still the thread's
+  current lease (same token, not released), even if it expired and nobody took it over; a lease
+  taken over or released is a :class:`~pai.core.RunLeaseLostError`, a deleted thread a
+  :class:`ThreadNotFoundError`;
+- ``release_run(lease)`` marks the lease released when it is current, and otherwise (a stale
+  lease, a deleted thread) does nothing; calling it again does nothing;
+- ``append_messages(thread_id, messages, lease=lease)`` checks, in the same transaction as the
+  insert, that ``lease`` is the thread's current lease (same token, not released; its expiry is
+  not checked, as for renewal), and otherwise raises :class:`~pai.core.RunLeaseLostError` and
+  stores nothing; an unknown or deleted thread is a :class:`ThreadNotFoundError` first. Without
+  ``lease`` the append is not fenced;
+- ``delete_thread`` also removes the deleted threads' leases, so their holders' renewals and
+  appends then raise :class:`ThreadNotFoundError`.
+
+A backend with tables keeps a ``run_leases`` table keyed by thread id (removed with the thread)
+holding the token, the holder, the expiry and whether it was released, and takes tokens from a
+storage-wide counter (a sequence, or a counter row incremented in the same transaction).
+A backend whose calls can be cancelled half way (a network round trip) lets a cancelled
+``acquire_run`` either take no lease or return the one it took (shield the round trip): a lease
+taken but never returned keeps the thread busy for ``ttl`` and is then reported as interrupted.
+
 A failure of the backend itself (the database cannot be opened or has a newer schema, the storage
 was closed, what it holds is corrupt) is a :class:`~pai.core.StorageError`, whose message names
 the storage and what to do; the built-in stores raise nothing else for it.
@@ -30,6 +63,7 @@ the storage and what to do; the built-in stores raise nothing else for it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,6 +91,46 @@ class ThreadRecord:
     created_at: datetime = field(default_factory=_now)
 
 
+@dataclass(frozen=True, slots=True)
+class RunLease:
+    """The right to run in one thread, held by one run until it is released or expires.
+
+    ``token`` is a fencing token: unique across the whole storage and greater than every token
+    issued before it, so a stale holder's writes can be told apart and refused. ``holder`` says
+    who holds it (the runtime uses ``"host:pid:run-id"``). ``expires_at`` is in UTC, by the
+    storage's clock. ``interrupted`` is set by :meth:`Storage.acquire_run` when it took over a
+    lease that expired without being released: the previous holder's ``holder`` (its run was
+    interrupted); ``None`` otherwise.
+    """
+
+    thread_id: str
+    token: int
+    holder: str
+    expires_at: datetime
+    interrupted: str | None = None
+
+
+def check_ttl(ttl: float, where: str) -> float:
+    """``ttl`` as a float, when it is a finite number of seconds > 0; a :class:`ValueError`
+    naming ``where`` otherwise."""
+    number = isinstance(ttl, int | float) and not isinstance(ttl, bool)  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not number or not math.isfinite(ttl) or ttl <= 0:
+        raise ValueError(
+            f"{where}(ttl={ttl!r}): a run lease lasts a finite number of seconds > 0, e.g. ttl=30"
+        )
+    return float(ttl)
+
+
+def run_lease_lost_message(lease: RunLease) -> str:
+    """The text of the :class:`~pai.core.RunLeaseLostError` a built-in store raises for a lease
+    that is no longer its thread's current one."""
+    return (
+        f"the run lease {lease.token} of {lease.holder!r} on thread {lease.thread_id!r} is no "
+        "longer the thread's current lease (it was released, or taken over after it expired); "
+        "nothing was written with it. Acquire the thread's lease again before writing"
+    )
+
+
 @runtime_checkable
 class Storage(Protocol):
     """Where a runtime keeps threads and messages. All methods are safe to call concurrently."""
@@ -79,8 +153,12 @@ class Storage(Protocol):
         """Threads of a scope, oldest first: top-level ones, or the children of a parent."""
         ...
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
-        """Append all of ``messages`` to the thread atomically."""
+    async def append_messages(
+        self, thread_id: str, messages: Sequence[Message], *, lease: RunLease | None = None
+    ) -> None:
+        """Append all of ``messages`` to the thread atomically; with ``lease``, only while it is
+        the thread's current run lease (else :class:`~pai.core.RunLeaseLostError`, nothing
+        stored)."""
         ...
 
     async def get_messages(self, thread_id: str, *, start: int = 0) -> Sequence[Message]:
@@ -89,6 +167,19 @@ class Storage(Protocol):
         ``start`` is a count of messages already read: ``start=len(first_read)`` returns only
         those appended since. Raises :class:`ValueError` if ``start`` is negative.
         """
+        ...
+
+    async def acquire_run(self, thread_id: str, *, holder: str, ttl: float) -> RunLease | None:
+        """Take the thread's run lease for ``ttl`` seconds, or ``None`` while another is live."""
+        ...
+
+    async def renew_run(self, lease: RunLease, *, ttl: float) -> RunLease:
+        """Extend the current ``lease`` to now + ``ttl``; :class:`~pai.core.RunLeaseLostError`
+        when it is no longer current."""
+        ...
+
+    async def release_run(self, lease: RunLease) -> None:
+        """Release ``lease`` if it is current; otherwise do nothing."""
         ...
 
     async def aclose(self) -> None:

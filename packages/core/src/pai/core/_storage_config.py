@@ -14,6 +14,15 @@ A URL's scheme names the backend; the built-in ones are always there:
 A SQLite URL takes one option, ``?busy_timeout=10``: how many seconds a call waits for another
 process's lock on the database (default 5).
 
+Two more keys of ``[storage]`` set how runs share threads with other processes (see
+:mod:`pai.core._leases`), for a runtime that reads configuration; ``create_agent_runtime`` and
+``create_pai`` take the same names, which win:
+
+``run_lease_ttl = 30``     seconds a run's lease on its thread lasts unless renewed (every
+                           third of it); a run that stalls longer loses its thread to another
+``busy_thread_wait = 60``  seconds a run waits for a thread another run holds, before
+                           :class:`~pai.core.ThreadBusyError`
+
 Other schemes come from plugins, through the ``pai_storage_backends`` hook: a distribution returns
 :class:`StorageRegistration` records, and ``[storage] url = "postgresql://..."`` then opens its
 backend, without any change to pai-core. A backend's tests run
@@ -22,9 +31,10 @@ backend, without any change to pai-core. A backend's tests run
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pai.core._config import PaiConfig, describe_source, did_you_mean, source_folder
@@ -33,7 +43,14 @@ from pai.core._plugins import Plugins, get_plugins
 from pai.core._storage import Storage
 from pai.core._storage_registry import StorageRegistration, StorageURL
 
-STORAGE_KEYS = ("url",)
+RUN_LEASE_TTL: Final = 30.0
+"""The default of ``run_lease_ttl``, in seconds."""
+BUSY_THREAD_WAIT: Final = 60.0
+"""The default of ``busy_thread_wait``, in seconds."""
+
+RUN_KEYS = ("run_lease_ttl", "busy_thread_wait")
+"""The keys of ``[storage]`` that set how runs share threads, not which storage."""
+STORAGE_KEYS = ("url", *RUN_KEYS)
 """The keys a ``[storage]`` table may hold."""
 
 
@@ -209,6 +226,8 @@ def storage_from_config(config: PaiConfig, *, plugins: Plugins | None = None) ->
             f"takes: {', '.join(STORAGE_KEYS)}"
         )
     url = section.get("url")
+    if url is None and any(key in section for key in RUN_KEYS):
+        return None  # only how runs share threads: the default storage
     if url is None:
         raise ConfigError(
             f'[storage] ({origin}) has no url; add url = "sqlite:///threads.db" (or memory://), '
@@ -218,6 +237,38 @@ def storage_from_config(config: PaiConfig, *, plugins: Plugins | None = None) ->
     return open_storage(url, plugins=plugins, base=base, source=f"storage.url, {origin}")
 
 
+def check_run_option(value: object, key: str, where: str) -> float:
+    """``value`` of option ``key`` (``run_lease_ttl`` or ``busy_thread_wait``) as seconds; a
+    :class:`ConfigError` naming ``where`` it came from when it is not a valid number of them."""
+    positive = key == "run_lease_ttl"
+    seconds = -1.0
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0 or (positive and seconds == 0):
+        bound = "> 0" if positive else ">= 0"
+        example = "30" if positive else "60"
+        raise ConfigError(
+            f"{key} = {value!r} ({where}) is not a number of seconds {bound}; write one, e.g. "
+            f"{key} = {example}"
+        )
+    return seconds
+
+
+def run_options(config: PaiConfig | None) -> dict[str, float]:
+    """The ``[storage]`` keys of :data:`RUN_KEYS` that ``config`` sets, validated."""
+    table = None if config is None else config.data.get("storage")
+    if not isinstance(table, Mapping):
+        return {}
+    section: Mapping[str, Any] = table  # pyright: ignore[reportUnknownVariableType]
+    assert config is not None
+    found: dict[str, float] = {}
+    for key in RUN_KEYS:
+        if key in section:
+            origin = describe_source(config.sources.get(("storage", key), _table_source(config)))
+            found[key] = check_run_option(section[key], key, f"storage.{key}, {origin}")
+    return found
+
+
 def _table_source(config: PaiConfig) -> str:
     below = sorted({src for key, src in config.sources.items() if key[:1] == ("storage",)})
     return below[0] if below else (str(config.files[0]) if config.files else "code")
@@ -225,7 +276,12 @@ def _table_source(config: PaiConfig) -> str:
 
 __all__ = [
     "BUILTIN_BACKENDS",
+    "BUSY_THREAD_WAIT",
+    "RUN_KEYS",
+    "RUN_LEASE_TTL",
     "STORAGE_KEYS",
+    "check_run_option",
     "open_storage",
+    "run_options",
     "storage_from_config",
 ]

@@ -7,19 +7,26 @@ tool output) is kept as a copy, shaped as a JSON round trip shapes it, and retur
 arguments, a structured tool output) is kept as the JSON a durable backend writes and decoded
 afresh on every read. Threads are indexed by scope and by parent, so listing and deleting cost
 what they return, not the number of threads stored.
+
+Run leases live beside the threads (one per thread, dropped with it) and take their tokens from
+one counter of the store; their clock is ``datetime.now(UTC)`` unless a test passes another.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pai.core._errors import ThreadExistsError, ThreadNotFoundError
+from pai.core._errors import RunLeaseLostError, ThreadExistsError, ThreadNotFoundError
 from pai.core._messages import AssistantMessage, ErrorMessage, UserMessage
+from pai.core._storage import RunLease, check_ttl, run_lease_lost_message
 from pai.core._storage_codec import decode_message, encode_message
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from pai.core._messages import Message
     from pai.core._storage import ThreadRecord
@@ -98,14 +105,21 @@ def parent_first(root_id: str, subtree: Iterable[tuple[str, str | None, int]]) -
     return order
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class _Thread:
-    __slots__ = ("messages", "record", "seq")
+    __slots__ = ("lease", "lease_released", "messages", "record", "seq")
 
     def __init__(self, record: ThreadRecord, seq: int) -> None:
         self.record = record
         self.seq = seq
         self.messages: list[Message | str | bytes] = []
         """Each message as it is (immutable ones) or as its stored JSON."""
+        self.lease: RunLease | None = None
+        """The thread's current run lease, if one was ever taken."""
+        self.lease_released = False
 
 
 class InMemoryStorage:
@@ -123,7 +137,7 @@ class InMemoryStorage:
         assert await storage.get_messages("t1") == (UserMessage(content="hi"),)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], datetime] = _utc_now) -> None:
         self.reads: int = 0
         """How many times :meth:`get_thread` has been called."""
         self._threads: dict[str, _Thread] = {}
@@ -131,6 +145,9 @@ class InMemoryStorage:
         self._by_listing: dict[tuple[str, str | None], dict[str, None]] = {}
         self._children: dict[str, dict[str, None]] = {}
         self._next_seq = 0
+        self._clock = clock
+        """What run leases read as now (an aware UTC datetime)."""
+        self._tokens = itertools.count(1)
 
     async def create_thread(self, record: ThreadRecord) -> None:
         """Store a new thread. Raises :class:`ThreadExistsError` if ``record.id`` is taken."""
@@ -189,14 +206,20 @@ class InMemoryStorage:
         ids = self._by_listing.get((scope_key, parent_thread_id), ())
         return tuple(self._threads[thread_id].record for thread_id in ids)
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def append_messages(
+        self, thread_id: str, messages: Sequence[Message], *, lease: RunLease | None = None
+    ) -> None:
         """Append all of ``messages`` to the thread, or none of them if any fails to serialize.
 
-        Raises :class:`ThreadNotFoundError` if the thread does not exist.
+        Raises :class:`ThreadNotFoundError` if the thread does not exist, and
+        :class:`~pai.core.RunLeaseLostError` if ``lease`` is given and is not the thread's
+        current run lease.
         """
         entry = self._threads.get(thread_id)
         if entry is None:
             raise ThreadNotFoundError(thread_id)
+        if lease is not None and not _is_current(entry, lease):
+            raise RunLeaseLostError(run_lease_lost_message(lease))
         entry.messages.extend(
             [_as_stored(m) if _immutable(m) else encode_message(m) for m in messages]
         )
@@ -217,5 +240,57 @@ class InMemoryStorage:
             for stored in entry.messages[start:]
         )
 
+    async def acquire_run(self, thread_id: str, *, holder: str, ttl: float) -> RunLease | None:
+        """Take the thread's run lease for ``ttl`` seconds, or ``None`` while another is live.
+
+        Raises :class:`ThreadNotFoundError` for an unknown thread, :class:`ValueError` for a
+        ``ttl`` that is not a number of seconds > 0.
+        """
+        seconds = check_ttl(ttl, "acquire_run")
+        entry = self._threads.get(thread_id)
+        if entry is None:
+            raise ThreadNotFoundError(thread_id)
+        now = self._clock()
+        held = entry.lease
+        interrupted: str | None = None
+        if held is not None and not entry.lease_released:
+            if held.expires_at > now:
+                return None
+            interrupted = held.holder
+        lease = RunLease(
+            thread_id, next(self._tokens), holder, now + timedelta(seconds=seconds), interrupted
+        )
+        entry.lease = lease
+        entry.lease_released = False
+        return lease
+
+    async def renew_run(self, lease: RunLease, *, ttl: float) -> RunLease:
+        """Extend ``lease`` to now + ``ttl`` while it is the thread's current lease.
+
+        Raises :class:`ThreadNotFoundError` when the thread is gone and
+        :class:`~pai.core.RunLeaseLostError` when the lease was released or taken over.
+        """
+        seconds = check_ttl(ttl, "renew_run")
+        entry = self._threads.get(lease.thread_id)
+        if entry is None:
+            raise ThreadNotFoundError(lease.thread_id)
+        if not _is_current(entry, lease):
+            raise RunLeaseLostError(run_lease_lost_message(lease))
+        renewed = dataclasses.replace(lease, expires_at=self._clock() + timedelta(seconds=seconds))
+        entry.lease = renewed
+        return renewed
+
+    async def release_run(self, lease: RunLease) -> None:
+        """Release ``lease`` if it is the thread's current lease; otherwise do nothing."""
+        entry = self._threads.get(lease.thread_id)
+        if entry is not None and _is_current(entry, lease):
+            entry.lease_released = True
+
     async def aclose(self) -> None:
         """Nothing to release: the storage stays usable and keeps its data."""
+
+
+def _is_current(entry: _Thread, lease: RunLease) -> bool:
+    """Whether ``lease`` is the thread's current lease: the same token, not released."""
+    held = entry.lease
+    return held is not None and held.token == lease.token and not entry.lease_released

@@ -17,6 +17,12 @@ Each write is one ``BEGIN IMMEDIATE`` transaction, so a busy database is refused
 is written and the call is safely run again in the worker; messages are serialized before the
 transaction starts, so a message that cannot be serialized writes nothing.
 
+Run leases live in the ``run_leases`` table (a row per thread, deleted with it) and take their
+tokens from a counter row, each call one ``BEGIN IMMEDIATE`` transaction, so every process on the
+file sees one order of acquisitions. Their clock is the machine's (``time.time()``), which every
+process on a local file shares. A database of schema version 1 (before leases) gains the tables
+the first time it is opened.
+
 Durability. A file database runs in WAL mode with ``synchronous = NORMAL``: a committed append
 survives the process crashing or being killed; after a power loss or an operating-system crash
 the last commits before it may be rolled back, never corrupting the database (SQLite's guarantee
@@ -29,17 +35,20 @@ wait on the disk inline; reads of what a runtime just wrote come from the page c
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
 
 from pai.core._errors import (
+    RunLeaseLostError,
     StorageAccessError,
     StorageCorruptError,
     StorageError,
@@ -47,7 +56,7 @@ from pai.core._errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from pai.core._storage import ThreadRecord
+from pai.core._storage import RunLease, ThreadRecord, check_ttl, run_lease_lost_message
 from pai.core._storage_codec import decode_message, encode_message, from_sql_text, to_sql_text
 from pai.core._storage_memory import parent_first, thread_exists_message
 
@@ -61,7 +70,7 @@ __all__ = ["SqliteStorage"]
 _T = TypeVar("_T")
 _log = logging.getLogger("pai.core.storage")
 
-_SCHEMA_VERSION: Final = 1
+_SCHEMA_VERSION: Final = 2
 
 _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS threads (
@@ -80,14 +89,39 @@ _SCHEMA: Final = (
         json TEXT NOT NULL,
         PRIMARY KEY (thread_id, seq)
     ) WITHOUT ROWID""",
+    # Version 2: run leases. expires_at is Unix time in seconds, by the clock of the machine
+    # (every process on one SQLite file shares it).
+    """CREATE TABLE IF NOT EXISTS run_leases (
+        thread_id TEXT PRIMARY KEY NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+        token INTEGER NOT NULL,
+        holder TEXT NOT NULL,
+        expires_at REAL NOT NULL,
+        released INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS counters (
+        name TEXT PRIMARY KEY NOT NULL,
+        value INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    "INSERT OR IGNORE INTO counters (name, value) VALUES ('run_lease_token', 0)",
     f"PRAGMA user_version = {_SCHEMA_VERSION}",
 )
+"""Every statement makes what is missing and keeps what is there, so the same list creates a new
+database and migrates one of an older version (in one ``BEGIN IMMEDIATE`` transaction: of two
+processes opening an old file at once, the second finds the work done)."""
 
 _COLUMNS: Final = {
-    "threads": ("id", "scope_key", "agent_name", "parent_thread_id", "created_at", "seq"),
-    "messages": ("thread_id", "seq", "json"),
+    1: {
+        "threads": ("id", "scope_key", "agent_name", "parent_thread_id", "created_at", "seq"),
+        "messages": ("thread_id", "seq", "json"),
+    },
+    2: {
+        "threads": ("id", "scope_key", "agent_name", "parent_thread_id", "created_at", "seq"),
+        "messages": ("thread_id", "seq", "json"),
+        "run_leases": ("thread_id", "token", "holder", "expires_at", "released"),
+        "counters": ("name", "value"),
+    },
 }
-"""The tables of ``_SCHEMA`` and their columns: a database of this version has them."""
+"""Per schema version, its tables and their columns: a database of that version has them."""
 
 _SUBTREE: Final = """
 WITH RECURSIVE subtree (id) AS (
@@ -105,6 +139,15 @@ _APPEND_POSITION: Final = (
     " (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE thread_id = ?)"
 )
 """Whether the thread exists, and the ``seq`` of its last message (0 for none)."""
+
+_LEASED_APPEND_POSITION: Final = (
+    _APPEND_POSITION
+    + ", EXISTS (SELECT 1 FROM run_leases WHERE thread_id = ? AND token = ? AND released = 0)"
+)
+"""As ``_APPEND_POSITION``, and whether a token is the thread's current run lease."""
+
+_NEXT_TOKEN: Final = "UPDATE counters SET value = value + 1 WHERE name = 'run_lease_token'"
+_TOKEN: Final = "SELECT value FROM counters WHERE name = 'run_lease_token'"
 
 _Text = str | bytes
 """A string column as SQLite returns it (see :mod:`pai.core._storage_codec`)."""
@@ -290,7 +333,7 @@ class SqliteStorage:
             )
         if version == 0:
             return version
-        for table, columns in _COLUMNS.items():
+        for table, columns in _COLUMNS[version].items():
             found = {
                 row[1] for row in connection.execute("SELECT * FROM pragma_table_info(?)", (table,))
             }
@@ -504,6 +547,7 @@ class SqliteStorage:
                 doomed = parent_first(thread_id, subtree)
                 keys = [(to_sql_text(doomed_id),) for doomed_id in doomed]
                 connection.executemany("DELETE FROM messages WHERE thread_id = ?", keys)
+                connection.executemany("DELETE FROM run_leases WHERE thread_id = ?", keys)
                 connection.executemany("DELETE FROM threads WHERE id = ?", keys)
             return tuple(doomed)
 
@@ -524,10 +568,14 @@ class SqliteStorage:
 
         return await self._call(select)
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def append_messages(
+        self, thread_id: str, messages: Sequence[Message], *, lease: RunLease | None = None
+    ) -> None:
         """Append all of ``messages`` to the thread in one transaction: all are stored, or none.
 
-        Raises :class:`ThreadNotFoundError` if the thread does not exist.
+        Raises :class:`ThreadNotFoundError` if the thread does not exist, and
+        :class:`~pai.core.RunLeaseLostError` if ``lease`` is given and is not the thread's
+        current run lease (checked in the same transaction).
         """
         # Serialized before the transaction: a message that cannot be serialized writes nothing.
         encoded = [encode_message(message) for message in messages]
@@ -535,9 +583,18 @@ class SqliteStorage:
 
         def append(connection: sqlite3.Connection) -> None:
             with _transaction(connection):
-                exists, last = connection.execute(_APPEND_POSITION, (key, key)).fetchone()
+                if lease is None:
+                    exists, last = connection.execute(_APPEND_POSITION, (key, key)).fetchone()
+                    current = True
+                else:
+                    exists, last, current = connection.execute(
+                        _LEASED_APPEND_POSITION, (key, key, key, lease.token)
+                    ).fetchone()
                 if not exists:
                     raise ThreadNotFoundError(thread_id)
+                if not current:
+                    assert lease is not None
+                    raise RunLeaseLostError(run_lease_lost_message(lease))
                 connection.executemany(
                     "INSERT INTO messages (thread_id, seq, json) VALUES (?, ?, ?)",
                     [(key, last + offset, raw) for offset, raw in enumerate(encoded, start=1)],
@@ -572,6 +629,100 @@ class SqliteStorage:
                     what = f"message {seq - 1} (0-based) of thread {thread_id!r}"
                     raise self._unreadable(what, error) from error
             raise
+
+    async def acquire_run(self, thread_id: str, *, holder: str, ttl: float) -> RunLease | None:
+        """Take the thread's run lease for ``ttl`` seconds, or ``None`` while another is live.
+
+        One transaction, so processes sharing the file never both hold a thread's lease. Raises
+        :class:`ThreadNotFoundError` for an unknown thread, :class:`ValueError` for a ``ttl``
+        that is not a number of seconds > 0.
+        """
+        seconds = check_ttl(ttl, "acquire_run")
+        key = to_sql_text(thread_id)
+        stored_holder = to_sql_text(holder)
+
+        def acquire(connection: sqlite3.Connection) -> RunLease | None:
+            with _transaction(connection):
+                if (
+                    connection.execute("SELECT 1 FROM threads WHERE id = ?", (key,)).fetchone()
+                    is None
+                ):
+                    raise ThreadNotFoundError(thread_id)
+                held: tuple[_Text, float, int] | None = connection.execute(
+                    "SELECT holder, expires_at, released FROM run_leases WHERE thread_id = ?",
+                    (key,),
+                ).fetchone()
+                # Read under the write lock: every process's acquisitions are ordered by it.
+                now = time.time()
+                interrupted: str | None = None
+                if held is not None and not held[2]:
+                    if held[1] > now:
+                        return None
+                    interrupted = self._text(held[0], f"the run lease of thread {thread_id!r}")
+                connection.execute(_NEXT_TOKEN)
+                (token,) = connection.execute(_TOKEN).fetchone()
+                connection.execute(
+                    "INSERT OR REPLACE INTO run_leases"
+                    " (thread_id, token, holder, expires_at, released) VALUES (?, ?, ?, ?, 0)",
+                    (key, token, stored_holder, now + seconds),
+                )
+            return RunLease(
+                thread_id,
+                token,
+                holder,
+                datetime.fromtimestamp(now + seconds, UTC),
+                interrupted,
+            )
+
+        return await self._call(acquire, pages=2)
+
+    async def renew_run(self, lease: RunLease, *, ttl: float) -> RunLease:
+        """Extend ``lease`` to now + ``ttl`` while it is the thread's current lease.
+
+        Raises :class:`ThreadNotFoundError` when the thread is gone and
+        :class:`~pai.core.RunLeaseLostError` when the lease was released or taken over.
+        """
+        seconds = check_ttl(ttl, "renew_run")
+        key = to_sql_text(lease.thread_id)
+
+        def renew(connection: sqlite3.Connection) -> RunLease:
+            with _transaction(connection):
+                if (
+                    connection.execute("SELECT 1 FROM threads WHERE id = ?", (key,)).fetchone()
+                    is None
+                ):
+                    raise ThreadNotFoundError(lease.thread_id)
+                expires = time.time() + seconds
+                renewed = connection.execute(
+                    "UPDATE run_leases SET expires_at = ?"
+                    " WHERE thread_id = ? AND token = ? AND released = 0",
+                    (expires, key, lease.token),
+                ).rowcount
+                if not renewed:
+                    raise RunLeaseLostError(run_lease_lost_message(lease))
+            return dataclasses.replace(lease, expires_at=datetime.fromtimestamp(expires, UTC))
+
+        return await self._call(renew, pages=1)
+
+    async def release_run(self, lease: RunLease) -> None:
+        """Release ``lease`` if it is the thread's current lease; otherwise do nothing."""
+        key = to_sql_text(lease.thread_id)
+
+        def release(connection: sqlite3.Connection) -> None:
+            with _transaction(connection):
+                connection.execute(
+                    "UPDATE run_leases SET released = 1"
+                    " WHERE thread_id = ? AND token = ? AND released = 0",
+                    (key, lease.token),
+                )
+
+        await self._call(release, pages=1)
+
+    def _text(self, value: _Text, what: str) -> str:
+        try:
+            return from_sql_text(value)
+        except (ValueError, TypeError) as error:
+            raise self._unreadable(what, error) from error
 
     async def aclose(self) -> None:
         """Close the connection. Calling it again does nothing; any other call then raises."""

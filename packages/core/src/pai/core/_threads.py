@@ -1,5 +1,10 @@
 """Threads and deletion: finding and creating a caller's threads, deleting them (cancel the work,
 let it settle, dispose the instances they own), closing bindings, reporting absorbed failures.
+
+Deleting a thread here cancels this process's work in it; a run another process (or runtime) is
+executing in it learns of the deletion when its run lease next renews (see
+:mod:`pai.core._leases`) and is cancelled there. The thread-scoped instances are disposed here by
+key, whichever process created them: providers find their instances by key.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pai.core._agent import Agent
 from pai.core._awaitables import resolve
 from pai.core._binding import CapabilityBinding, DisposeInput
 from pai.core._errors import RuntimeClosedError, ThreadDeletedError, ThreadNotFoundError
+from pai.core._leases import RunLeases
 from pai.core._lifecycle import (
     ActiveWork,
     HistoryCache,
@@ -48,6 +54,8 @@ class Threads:
         bindings: Mapping[str, CapabilityBinding[object]],
         on_runtime_error: OnRuntimeError | None,
         settlement_window: float,
+        run_lease_ttl: float = 30.0,
+        busy_thread_wait: float = 60.0,
     ) -> None:
         self.agent_name = agent.name
         self.storage = storage
@@ -59,6 +67,9 @@ class Threads:
         self.settlement_window = settlement_window
         self._bindings = bindings
         self._on_runtime_error = on_runtime_error
+        self.leases = RunLeases(
+            storage, self.work, ttl=run_lease_ttl, wait=busy_thread_wait, report=self.report
+        )
 
     def check_open(self) -> None:
         if self.closed:
@@ -185,6 +196,7 @@ class Threads:
         if self.closed:
             return
         self.closed = True
+        self.leases.close()
         async with anyio.create_task_group() as tg:
             for cap_id, binding in self._bindings.items():
                 tg.start_soon(self._close_binding, cap_id, binding)

@@ -31,11 +31,14 @@ def create_test_runtime(
     storage: Storage | None = None,
     on_runtime_error: OnRuntimeError | None = None,
     settlement_window: float = 1.0,
+    run_lease_ttl: float | None = None,
+    busy_thread_wait: float | None = None,
 ) -> AgentRuntime:
     """A runtime around ``agent`` for tests; swap the model and the bindings, keep the agent.
 
     Every identity maps to scope ``"test-scope"`` and user ``"test-user"``. Storage is an
-    :class:`~pai.core.InMemoryStorage` unless you pass one.
+    :class:`~pai.core.InMemoryStorage` unless you pass one. ``run_lease_ttl`` and
+    ``busy_thread_wait`` are those of :func:`~pai.core.create_agent_runtime`.
 
     Example::
 
@@ -56,4 +59,6 @@ def create_test_runtime(
         capabilities=capabilities,
         on_runtime_error=on_runtime_error,
         settlement_window=settlement_window,
+        run_lease_ttl=run_lease_ttl,
+        busy_thread_wait=busy_thread_wait,
     )

@@ -16,6 +16,16 @@ Subclass :class:`StorageConformance` in a test module of your package and implem
   deletes of one id take effect once;
 - the root walk: following ``parent_thread_id`` through ``get_thread`` reaches the root;
 - every Python ``str``, lone surrogates included, round-trips exactly and stays distinct;
+- run leases: a free thread's lease is taken, a live one is not (``None``), released or expired
+  ones are (expired: ``interrupted`` names the previous holder); tokens only grow, also across a
+  thread deleted and created again; renewal extends a current lease and refuses a lost one
+  (``RunLeaseLostError``); release is idempotent and a stale release frees nothing; an append
+  with a lease stores only while it is current; a deleted thread's lease renews and appends as
+  ``ThreadNotFoundError``; concurrent acquisitions let exactly one win;
+- across storage objects, for a backend that implements
+  :meth:`~StorageConformance.open_second` (a second object over the same data, as another
+  process would open it): leases are exclusive across the two, and a lease taken over through
+  one is fenced in the other;
 - ``aclose``, and, for a durable backend (one that implements :meth:`~StorageConformance.reopen`),
   that a new instance reads what a closed one wrote.
 
@@ -29,6 +39,9 @@ Example::
             return PostgresStorage(self.dsn)
 
         def reopen(self, storage):
+            return PostgresStorage(self.dsn)
+
+        def open_second(self, storage):
             return PostgresStorage(self.dsn)
 
 Each test gets a fresh storage from :meth:`~StorageConformance.create_storage` (sync or async)
@@ -50,7 +63,7 @@ import anyio.lowlevel
 import pytest
 
 from pai.core._awaitables import resolve
-from pai.core._errors import ThreadExistsError, ThreadNotFoundError
+from pai.core._errors import RunLeaseLostError, ThreadExistsError, ThreadNotFoundError
 from pai.core._messages import (
     AssistantMessage,
     ErrorMessage,
@@ -59,7 +72,7 @@ from pai.core._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pai.core._storage import Storage, ThreadRecord
+from pai.core._storage import RunLease, Storage, ThreadRecord
 
 __all__ = ["StorageConformance"]
 
@@ -128,7 +141,11 @@ class StorageConformance:
     """
 
     concurrent_writers: ClassVar[int] = 50
-    """How many concurrent appends the concurrency tests make."""
+    """How many concurrent appends (and run lease acquisitions) the concurrency tests make."""
+
+    short_ttl: ClassVar[float] = 0.2
+    """The time to live, in seconds, of the leases the expiry tests let expire (they wait a
+    little longer than this); raise it for a backend whose calls take a good part of it."""
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
 
@@ -151,6 +168,15 @@ class StorageConformance:
         raise NotImplementedError(
             "implement reopen(storage) in your StorageConformance subclass: return a new "
             "instance over the same data, e.g. the same path or database"
+        )
+
+    def open_second(self, storage: Storage) -> Storage | Awaitable[Storage]:
+        """A second, open instance over the same data as ``storage`` (which stays open), as
+        another process would have it (sync or async); the suite closes it. Not implemented:
+        the cross-object lease tests skip, saying so."""
+        raise NotImplementedError(
+            "implement open_second(storage) in your StorageConformance subclass: return a "
+            "second instance over the same data, e.g. the same path or database"
         )
 
     @pytest.fixture
@@ -639,6 +665,310 @@ class StorageConformance:
         assert list(await storage.get_messages("t1")) == [], (
             "messages appended while the thread was being deleted outlived it"
         )
+
+    # -- run leases ---------------------------------------------------------------------------
+
+    async def _expire(self) -> None:
+        """Wait until a lease taken with ``short_ttl`` has expired, by any clock near ours."""
+        await anyio.sleep(self.short_ttl * 1.5 + 0.05)
+
+    async def test_acquiring_a_free_thread_returns_a_fresh_lease(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("t1"))
+        before = datetime.now(UTC)
+
+        lease = await storage.acquire_run("t1", holder="host:1:aaaaaaaa", ttl=30)
+
+        assert lease is not None, "acquire_run on a thread nobody holds returned None"
+        assert (lease.thread_id, lease.holder, lease.interrupted) == ("t1", "host:1:aaaaaaaa", None)
+        assert isinstance(lease.token, int)
+        assert lease.expires_at.utcoffset() == timedelta(0), "expires_at must be in UTC"
+        # The storage's clock may be another machine's: allow it some seconds of skew.
+        assert before + timedelta(seconds=25) < lease.expires_at, (
+            f"a 30 s lease taken at {before} expires at {lease.expires_at}"
+        )
+        assert lease.expires_at < datetime.now(UTC) + timedelta(seconds=35)
+
+    async def test_a_live_lease_is_not_taken_by_a_second_acquire(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("t1"))
+        first = await storage.acquire_run("t1", holder="first", ttl=30)
+
+        assert await storage.acquire_run("t1", holder="second", ttl=30) is None
+        assert await storage.acquire_run("t1", holder="first", ttl=30) is None, (
+            "a live lease was taken again by the same holder string; only its token proves it"
+        )
+        assert first is not None
+
+    async def test_a_released_lease_is_taken_again_with_a_larger_token(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        first = await storage.acquire_run("t1", holder="first", ttl=30)
+        assert first is not None
+
+        await storage.release_run(first)
+        second = await storage.acquire_run("t1", holder="second", ttl=30)
+
+        assert second is not None, "a released lease could not be taken again"
+        assert second.token > first.token
+        assert second.interrupted is None, (
+            "a lease taken after a release said the previous run was interrupted"
+        )
+
+    async def test_releasing_twice_or_after_delete_does_nothing(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("t1"))
+        lease = await storage.acquire_run("t1", holder="first", ttl=30)
+        assert lease is not None
+
+        await storage.release_run(lease)
+        await storage.release_run(lease)
+        again = await storage.acquire_run("t1", holder="second", ttl=30)
+        assert again is not None
+        await storage.delete_thread("t1")
+        await storage.release_run(again)
+
+    async def test_a_stale_release_does_not_free_the_current_lease(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("t1"))
+        stale = await storage.acquire_run("t1", holder="stalled", ttl=self.short_ttl)
+        assert stale is not None
+        await self._expire()
+        current = await storage.acquire_run("t1", holder="current", ttl=30)
+        assert current is not None
+
+        await storage.release_run(stale)
+
+        assert await storage.acquire_run("t1", holder="third", ttl=30) is None, (
+            "releasing a lease that was taken over freed its successor's"
+        )
+
+    async def test_an_expired_lease_is_taken_over_naming_the_interrupted_holder(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        old = await storage.acquire_run("t1", holder="host:7:deadbeef", ttl=self.short_ttl)
+        assert old is not None
+        assert await storage.acquire_run("t1", holder="early", ttl=30) is None
+        await self._expire()
+
+        new = await storage.acquire_run("t1", holder="later", ttl=30)
+
+        assert new is not None, "a lease past its expiry was not taken over"
+        assert new.token > old.token
+        assert new.interrupted == "host:7:deadbeef", (
+            "a lease taken over after it expired must name the holder whose run was interrupted"
+        )
+
+    async def test_renewing_extends_a_current_lease_also_past_its_expiry(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        lease = await storage.acquire_run("t1", holder="runner", ttl=self.short_ttl)
+        assert lease is not None
+
+        renewed = await storage.renew_run(lease, ttl=30)
+        await self._expire()
+
+        assert renewed.token == lease.token
+        assert renewed.expires_at > lease.expires_at
+        assert await storage.acquire_run("t1", holder="other", ttl=30) is None, (
+            "a renewed lease was taken over at its first expiry"
+        )
+        short = await storage.renew_run(renewed, ttl=self.short_ttl)
+        await self._expire()
+        revived = await storage.renew_run(short, ttl=30)  # expired, but nobody took it over
+        assert revived.token == lease.token
+        assert await storage.acquire_run("t1", holder="other", ttl=30) is None
+
+    async def test_renewing_a_lease_taken_over_or_released_raises_lease_lost(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        old = await storage.acquire_run("t1", holder="stalled", ttl=self.short_ttl)
+        assert old is not None
+        await self._expire()
+        new = await storage.acquire_run("t1", holder="new", ttl=30)
+        assert new is not None
+
+        with pytest.raises(RunLeaseLostError):
+            await storage.renew_run(old, ttl=30)
+        await storage.release_run(new)
+        with pytest.raises(RunLeaseLostError):
+            await storage.renew_run(new, ttl=30)
+
+    async def test_a_deleted_threads_lease_renews_and_appends_as_thread_not_found(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        lease = await storage.acquire_run("t1", holder="runner", ttl=30)
+        assert lease is not None
+
+        await storage.delete_thread("t1")
+
+        with pytest.raises(ThreadNotFoundError):
+            await storage.renew_run(lease, ttl=30)
+        with pytest.raises(ThreadNotFoundError):
+            await storage.append_messages("t1", [UserMessage(content="late")], lease=lease)
+        await storage.release_run(lease)
+
+    async def test_an_append_with_the_current_lease_stores_and_with_a_stale_one_stores_nothing(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        stale = await storage.acquire_run("t1", holder="stalled", ttl=self.short_ttl)
+        assert stale is not None
+        await storage.append_messages("t1", [UserMessage(content="in time")], lease=stale)
+        await self._expire()
+        # Expired but not taken over: still the current lease, so still fenced in.
+        await storage.append_messages("t1", [UserMessage(content="late, alone")], lease=stale)
+        current = await storage.acquire_run("t1", holder="current", ttl=30)
+        assert current is not None
+
+        with pytest.raises(RunLeaseLostError):
+            await storage.append_messages(
+                "t1", [UserMessage(content="stale 1"), UserMessage(content="stale 2")], lease=stale
+            )
+        await storage.append_messages("t1", [UserMessage(content="current")], lease=current)
+        await storage.release_run(current)
+        with pytest.raises(RunLeaseLostError):
+            await storage.append_messages("t1", [UserMessage(content="released")], lease=current)
+
+        assert list(await storage.get_messages("t1")) == [
+            UserMessage(content="in time"),
+            UserMessage(content="late, alone"),
+            UserMessage(content="current"),
+        ], "an append with a lease that was not the thread's current one stored something"
+
+    async def test_tokens_grow_across_a_thread_deleted_and_created_again(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        await storage.create_thread(_thread("other"))
+        old = await storage.acquire_run("t1", holder="old life", ttl=30)
+        beside = await storage.acquire_run("other", holder="beside", ttl=30)
+        assert old is not None
+        assert beside is not None
+        await storage.delete_thread("t1")
+        await storage.create_thread(_thread("t1"))
+
+        with pytest.raises(RunLeaseLostError):
+            await storage.append_messages("t1", [UserMessage(content="ghost")], lease=old)
+        with pytest.raises(RunLeaseLostError):
+            await storage.renew_run(old, ttl=30)
+        new = await storage.acquire_run("t1", holder="new life", ttl=30)
+        assert new is not None, "a thread created again under a deleted id kept the old lease"
+        assert new.token > max(old.token, beside.token), (
+            "a token was reused (or went back) after the thread was deleted and created again"
+        )
+        assert new.interrupted is None
+        with pytest.raises(RunLeaseLostError):
+            await storage.append_messages("t1", [UserMessage(content="ghost")], lease=old)
+        assert list(await storage.get_messages("t1")) == []
+
+    async def test_acquiring_an_unknown_thread_raises_thread_not_found(
+        self, storage: Storage
+    ) -> None:
+        with pytest.raises(ThreadNotFoundError):
+            await storage.acquire_run("nope", holder="runner", ttl=30)
+
+    @pytest.mark.parametrize("ttl", [0, -1.5])
+    async def test_a_ttl_that_is_not_positive_is_a_value_error(
+        self, storage: Storage, ttl: float
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        with pytest.raises(ValueError, match="ttl"):
+            await storage.acquire_run("t1", holder="runner", ttl=ttl)
+        lease = await storage.acquire_run("t1", holder="runner", ttl=30)
+        assert lease is not None, "a refused acquire_run left the thread held"
+        with pytest.raises(ValueError, match="ttl"):
+            await storage.renew_run(lease, ttl=ttl)
+
+    async def test_concurrent_acquires_let_exactly_one_win(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("t1"))
+        won: list[RunLease] = []
+        lost: list[str] = []
+
+        async def acquire(i: int) -> None:
+            lease = await storage.acquire_run("t1", holder=f"runner-{i}", ttl=30)
+            if lease is None:
+                lost.append(f"runner-{i}")
+            else:
+                won.append(lease)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(self.concurrent_writers):
+                tg.start_soon(acquire, i)
+
+        assert len(won) == 1, f"{len(won)} of {self.concurrent_writers} concurrent acquires won"
+        assert len(lost) == self.concurrent_writers - 1
+
+    # -- run leases across storage objects ----------------------------------------------------
+
+    async def _second(self, storage: Storage) -> Storage:
+        if type(self).open_second is StorageConformance.open_second:
+            pytest.skip(
+                f"{type(self).__name__} does not implement open_second(storage), so leases "
+                "across storage objects (as across processes) are not checked; implement it "
+                "for a backend processes share"
+            )
+        return await resolve(self.open_second(storage))
+
+    async def test_leases_are_exclusive_across_storage_objects(self, storage: Storage) -> None:
+        second = await self._second(storage)
+        try:
+            await storage.create_thread(_thread("t1"))
+            lease = await storage.acquire_run("t1", holder="here", ttl=30)
+            assert lease is not None
+
+            assert await second.acquire_run("t1", holder="there", ttl=30) is None, (
+                "another storage object over the same data took a live lease"
+            )
+            await storage.release_run(lease)
+            theirs = await second.acquire_run("t1", holder="there", ttl=30)
+            assert theirs is not None
+            assert theirs.token > lease.token
+            assert await storage.acquire_run("t1", holder="here", ttl=30) is None
+
+            won: list[RunLease] = []
+            await second.release_run(theirs)
+
+            async def acquire(store: Storage, name: str) -> None:
+                got = await store.acquire_run("t1", holder=name, ttl=30)
+                if got is not None:
+                    won.append(got)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(self.concurrent_writers // 2):
+                    tg.start_soon(acquire, storage, f"here-{i}")
+                    tg.start_soon(acquire, second, f"there-{i}")
+            assert len(won) == 1, f"{len(won)} concurrent acquires over two storage objects won"
+        finally:
+            await second.aclose()
+
+    async def test_a_lease_taken_over_through_one_object_is_fenced_in_the_other(
+        self, storage: Storage
+    ) -> None:
+        second = await self._second(storage)
+        try:
+            await storage.create_thread(_thread("t1"))
+            stale = await storage.acquire_run("t1", holder="stalled", ttl=self.short_ttl)
+            assert stale is not None
+            await self._expire()
+            current = await second.acquire_run("t1", holder="current", ttl=30)
+            assert current is not None
+            assert current.interrupted == "stalled"
+
+            with pytest.raises(RunLeaseLostError):
+                await storage.append_messages("t1", [UserMessage(content="late")], lease=stale)
+            with pytest.raises(RunLeaseLostError):
+                await storage.renew_run(stale, ttl=30)
+            await storage.release_run(stale)
+            await storage.append_messages("t1", [UserMessage(content="current")], lease=current)
+
+            assert list(await second.get_messages("t1")) == [UserMessage(content="current")]
+            await storage.delete_thread("t1")
+            with pytest.raises(ThreadNotFoundError):
+                await second.renew_run(current, ttl=30)
+        finally:
+            await second.aclose()
 
     # -- every str ----------------------------------------------------------------------------
 
