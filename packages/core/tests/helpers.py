@@ -286,3 +286,26 @@ def build_runtime(
 
 def of_role(messages: Sequence[Message], role: str) -> list[Any]:
     return [m for m in messages if m.role == role]
+
+
+SCHEMA_1 = (
+    """CREATE TABLE threads (
+        id TEXT PRIMARY KEY NOT NULL,
+        scope_key TEXT NOT NULL,
+        agent_name TEXT NOT NULL,
+        parent_thread_id TEXT,
+        created_at TEXT NOT NULL,
+        seq INTEGER NOT NULL UNIQUE
+    )""",
+    "CREATE INDEX threads_by_scope ON threads (scope_key, parent_thread_id, seq)",
+    "CREATE INDEX threads_by_parent ON threads (parent_thread_id)",
+    """CREATE TABLE messages (
+        thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        json TEXT NOT NULL,
+        PRIMARY KEY (thread_id, seq)
+    ) WITHOUT ROWID""",
+    "PRAGMA user_version = 1",
+)
+"""What SqliteStorage made at schema version 1 (before lone surrogates and run leases), exactly:
+the statements that create an old database file for the migration tests."""

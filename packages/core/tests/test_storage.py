@@ -19,6 +19,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import pytest
+from helpers import SCHEMA_1
 from hypothesis import HealthCheck, assume, example, find, given, settings
 from hypothesis import strategies as st
 
@@ -521,24 +522,3 @@ async def test_sqlite_reads_a_schema_1_file_written_before_blobs_the_same(tmp_pa
         assert list(await store.delete_thread("p")) == ["p", "c-é"]
     finally:
         await store.aclose()
-
-
-SCHEMA_1 = (
-    """CREATE TABLE threads (
-        id TEXT PRIMARY KEY NOT NULL,
-        scope_key TEXT NOT NULL,
-        agent_name TEXT NOT NULL,
-        parent_thread_id TEXT,
-        created_at TEXT NOT NULL,
-        seq INTEGER NOT NULL UNIQUE
-    )""",
-    "CREATE INDEX threads_by_scope ON threads (scope_key, parent_thread_id, seq)",
-    "CREATE INDEX threads_by_parent ON threads (parent_thread_id)",
-    """CREATE TABLE messages (
-        thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        json TEXT NOT NULL,
-        PRIMARY KEY (thread_id, seq)
-    ) WITHOUT ROWID""",
-    "PRAGMA user_version = 1",
-)

@@ -10,31 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from helpers import SCHEMA_1
 
 from pai.core import SqliteStorage, ThreadRecord, UserMessage
 
 pytestmark = pytest.mark.anyio
-
-SCHEMA_1 = (
-    """CREATE TABLE threads (
-        id TEXT PRIMARY KEY NOT NULL,
-        scope_key TEXT NOT NULL,
-        agent_name TEXT NOT NULL,
-        parent_thread_id TEXT,
-        created_at TEXT NOT NULL,
-        seq INTEGER NOT NULL UNIQUE
-    )""",
-    "CREATE INDEX threads_by_scope ON threads (scope_key, parent_thread_id, seq)",
-    "CREATE INDEX threads_by_parent ON threads (parent_thread_id)",
-    """CREATE TABLE messages (
-        thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        json TEXT NOT NULL,
-        PRIMARY KEY (thread_id, seq)
-    ) WITHOUT ROWID""",
-    "PRAGMA user_version = 1",
-)
-"""What SqliteStorage made before run leases (schema version 1), exactly."""
 
 
 def old_database(path: Path) -> None:
