@@ -40,6 +40,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from pai.core._config import PaiConfig, describe_source, did_you_mean, source_folder
 from pai.core._errors import ConfigError
 from pai.core._plugins import Plugins, get_plugins
+from pai.core._secrets import mask_url
 from pai.core._storage import Storage
 from pai.core._storage_registry import StorageRegistration, StorageURL
 
@@ -132,7 +133,7 @@ def _parse(url: str, *, base: Path, source: str) -> StorageURL:
     split = urlsplit(url)
     if not split.scheme or "://" not in url:
         raise ConfigError(
-            f"storage URL {url!r} ({source}) has no scheme; write it as <scheme>://..., e.g. "
+            f"storage URL {mask_url(url)!r} ({source}) has no scheme; write it as <scheme>://..., e.g. "
             "sqlite:///threads.db or memory://"
         )
     path = unquote(split.path)
@@ -145,6 +146,15 @@ def _parse(url: str, *, base: Path, source: str) -> StorageURL:
         base=base,
         source=source,
     )
+
+
+_KNOWN_BACKENDS: Final = {"postgresql": "pai-storage-postgres", "postgres": "pai-storage-postgres"}
+"""Schemes this project publishes a backend for: scheme -> the distribution to install."""
+
+
+def _install_hint(scheme: str) -> str:
+    distribution = _KNOWN_BACKENDS.get(scheme)
+    return f"pip install {distribution} for it; " if distribution else ""
 
 
 def open_storage(
@@ -180,8 +190,8 @@ def open_storage(
             known = sorted({*BUILTIN_BACKENDS, *backends})
             hint = did_you_mean(parsed.scheme, known, show=lambda scheme: f"{scheme}://")
             raise ConfigError(
-                f"storage URL {url!r} ({source}): no storage backend is installed for the "
-                f"scheme {parsed.scheme!r}; {hint}installed schemes: "
+                f"storage URL {mask_url(url)!r} ({source}): no storage backend is installed for "
+                f"the scheme {parsed.scheme!r}; {_install_hint(parsed.scheme)}{hint}installed schemes: "
                 f"{', '.join(s + '://' for s in known)}. A backend for another scheme comes "
                 "from a package whose plugin registers it (pai_storage_backends)"
             )
@@ -191,7 +201,7 @@ def open_storage(
         raise
     except Exception as error:
         raise ConfigError(
-            f"storage URL {url!r} ({source}): the {parsed.scheme}:// backend of "
+            f"storage URL {mask_url(url)!r} ({source}): the {parsed.scheme}:// backend of "
             f"{registration.distribution or 'a plugin'} could not open it: "
             f"{type(error).__name__}: {error}; check the URL against that backend's "
             "documentation"

@@ -1,0 +1,99 @@
+"""How strings and messages are kept in PostgreSQL: exactly, for every Python ``str``.
+
+PostgreSQL's ``text`` and ``jsonb`` cannot hold a NUL character, and no UTF-8 database can hold
+a lone surrogate (``"\\ud800"``), yet thread ids, scope keys and message text may contain both.
+So every string column is ``bytea`` holding the string's UTF-8 bytes, with lone surrogates
+written as ``surrogatepass`` does. That map is injective (decoding reverses it exactly), so
+distinct strings stay distinct, and ``bytea`` compares and indexes bytewise, so ids stay
+indexable. A message is stored as its JSON (``dump_json``) in a ``bytea``; one holding a lone
+surrogate, which pydantic refuses to write as JSON, is written by Python's :mod:`json` with the
+surrogates kept, as ``surrogatepass`` bytes, and read back the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, cast
+
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
+
+from pai.core import message_adapter
+
+if TYPE_CHECKING:
+    from pai.core import Message
+
+__all__ = ["decode_message", "decode_text", "encode_message", "encode_text"]
+
+
+def encode_text(value: str) -> bytes:
+    """The bytes a string column holds for ``value``.
+
+    Example::
+
+        encode_text("t\\x00\\ud800") == b"t\\x00\\xed\\xa0\\x80"
+    """
+    return value.encode("utf-8", "surrogatepass")
+
+
+def decode_text(raw: bytes | bytearray | memoryview) -> str:
+    """The string :func:`encode_text` stored as ``raw``."""
+    return bytes(raw).decode("utf-8", "surrogatepass")
+
+
+def _jsonable(value: object) -> object:
+    """``dump_python`` output as the values ``dump_json`` would write (non-finite floats are
+    ``null``, as pydantic writes them by default)."""
+    if isinstance(value, dict):
+        items = cast("dict[object, object]", value).items()
+        return {key: _jsonable(item) for key, item in items}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in cast("list[object] | tuple[object, ...]", value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def encode_message(message: Message) -> bytes:
+    """The stored bytes of ``message``: its JSON, UTF-8 (lone surrogates kept). Raises
+    ``PydanticSerializationError`` (a :class:`ValueError`) for a message that is not JSON at all.
+
+    Example::
+
+        encode_message(UserMessage(content="hi")) == b'{"role":"user","content":"hi"}'
+    """
+    try:
+        return message_adapter.dump_json(message)
+    except PydanticSerializationError:
+        try:
+            text = json.dumps(
+                _jsonable(message_adapter.dump_python(message, warnings=False)),
+                ensure_ascii=False,
+                allow_nan=False,
+                separators=(",", ":"),
+            )
+        except (PydanticSerializationError, TypeError, ValueError):
+            text = None
+        if text is None:
+            raise
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "surrogatepass")
+        raise  # encodable after all: pydantic refused the message for another reason
+
+
+def decode_message(raw: bytes) -> Message:
+    """The message :func:`encode_message` stored as ``raw``; a :class:`ValueError` when ``raw``
+    is not such a message."""
+    try:
+        return message_adapter.validate_json(raw)
+    except ValidationError:
+        try:
+            raw.decode()
+        except UnicodeDecodeError:
+            # Lone surrogates: only Python's json reads them back.
+            text = raw.decode("utf-8", "surrogatepass")
+            return message_adapter.validate_python(json.loads(text))
+        raise
