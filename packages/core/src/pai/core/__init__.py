@@ -147,6 +147,8 @@ if TYPE_CHECKING:
     from pai.core._storage import RunLease as RunLease
     from pai.core._storage import Storage as Storage
     from pai.core._storage import ThreadRecord as ThreadRecord
+    from pai.core._storage_codec import decode_message as decode_message
+    from pai.core._storage_codec import encode_message as encode_message
     from pai.core._storage_config import open_storage as open_storage
     from pai.core._storage_config import storage_from_config as storage_from_config
     from pai.core._storage_memory import InMemoryStorage as InMemoryStorage
@@ -229,6 +231,8 @@ _SOURCES: dict[str, str] = {
     "ToolResultMessage": "pai.core._messages",
     "UserMessage": "pai.core._messages",
     "message_adapter": "pai.core._messages",
+    "decode_message": "pai.core._storage_codec",
+    "encode_message": "pai.core._storage_codec",
     "FinishReason": "pai.core._model",
     "Model": "pai.core._model",
     "ModelEvent": "pai.core._model",
@@ -415,12 +419,14 @@ __all__ = [
     "create_agent_runtime",
     "create_capability_binding",
     "create_pai",
+    "decode_message",
     "define_agent",
     "define_capability",
     "define_command",
     "define_tool",
     "derive_instance_key",
     "did_you_mean",
+    "encode_message",
     "get_plugins",
     "hookimpl",
     "hookspec",

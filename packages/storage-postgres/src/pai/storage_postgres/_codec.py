@@ -12,13 +12,13 @@ surrogates kept, as ``surrogatepass`` bytes, and read back the same way.
 
 from __future__ import annotations
 
-import json
-import math
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from pai.core import decode_message as stored_message
+from pai.core import encode_message as stored_form
 from pai.core import message_adapter
 
 if TYPE_CHECKING:
@@ -42,22 +42,10 @@ def decode_text(raw: bytes | bytearray | memoryview) -> str:
     return bytes(raw).decode("utf-8", "surrogatepass")
 
 
-def _jsonable(value: object) -> object:
-    """``dump_python`` output as the values ``dump_json`` would write (non-finite floats are
-    ``null``, as pydantic writes them by default)."""
-    if isinstance(value, dict):
-        items = cast("dict[object, object]", value).items()
-        return {key: _jsonable(item) for key, item in items}
-    if isinstance(value, list | tuple):
-        return [_jsonable(item) for item in cast("list[object] | tuple[object, ...]", value)]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def encode_message(message: Message) -> bytes:
-    """The stored bytes of ``message``: its JSON, UTF-8 (lone surrogates kept). Raises
-    ``PydanticSerializationError`` (a :class:`ValueError`) for a message that is not JSON at all.
+    """The stored bytes of ``message``: its JSON, UTF-8 (lone surrogates kept, as core's
+    :func:`pai.core.encode_message` writes them). Raises ``PydanticSerializationError`` (a
+    :class:`ValueError`) for a message that is not JSON at all.
 
     Example::
 
@@ -66,22 +54,8 @@ def encode_message(message: Message) -> bytes:
     try:
         return message_adapter.dump_json(message)
     except PydanticSerializationError:
-        try:
-            text = json.dumps(
-                _jsonable(message_adapter.dump_python(message, warnings=False)),
-                ensure_ascii=False,
-                allow_nan=False,
-                separators=(",", ":"),
-            )
-        except (PydanticSerializationError, TypeError, ValueError):
-            text = None
-        if text is None:
-            raise
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "surrogatepass")
-        raise  # encodable after all: pydantic refused the message for another reason
+        stored = stored_form(message)  # raises again when it is not JSON at all
+        return stored.encode() if isinstance(stored, str) else stored
 
 
 def decode_message(raw: bytes) -> Message:
@@ -93,7 +67,5 @@ def decode_message(raw: bytes) -> Message:
         try:
             raw.decode()
         except UnicodeDecodeError:
-            # Lone surrogates: only Python's json reads them back.
-            text = raw.decode("utf-8", "surrogatepass")
-            return message_adapter.validate_python(json.loads(text))
+            return stored_message(bytes(raw))  # lone surrogates: core's codec reads them back
         raise
