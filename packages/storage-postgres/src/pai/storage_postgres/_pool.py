@@ -1,11 +1,13 @@
 """The one module that talks to PostgreSQL: connection pools, event loops, retries, and writes
 whose outcome is known even when the connection breaks.
 
-Event loops. psycopg's async API runs on asyncio only. On asyncio, a call runs on the caller's
-loop with an :class:`~psycopg_pool.AsyncConnectionPool` made for that loop. On trio (or on an
-asyncio loop that is not running the caller, such as another thread's), it runs on a helper
-asyncio loop in a thread of its own, which has its own pool; the trio task waits for it without
-blocking its loop and without holding a worker thread. Either way the same code runs.
+Event loops. psycopg's async API runs on asyncio only, and psycopg_pool's background tasks
+catch ``CancelledError`` (its scheduler counts it among the client errors it logs and goes on
+from), so a pool left open on a caller's loop keeps that loop from shutting down: ``anyio.run``
+or ``asyncio.run`` would never return once its main coroutine ended. So every call, from asyncio
+or trio, runs on a helper asyncio loop in a thread of the storage's own, which holds the pool
+until :meth:`Connector.aclose`; the caller's task waits for it without blocking its loop and
+without holding a worker thread. One hop between threads per call is the price.
 
 Opening. The first call on a loop connects once directly (so a bad password or a missing
 database is one clear error, not a pool timeout), checks the schema and applies pending
@@ -91,7 +93,8 @@ class _LoopState:
 
 
 class _Helper:
-    """An asyncio loop in a daemon thread, for calls from trio."""
+    """An asyncio loop in a daemon thread, where the storage's calls run (see the module
+    documentation)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -130,17 +133,22 @@ class Connector:
         if self._closed:
             raise self._closed_error()
         if sniffio.current_async_library() == "asyncio":
-            return await make()
+            # Cancelling the caller cancels the call on the helper loop (wrap_future chains it).
+            return await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(make(), self._helper_loop())
+            )
         return await self._on_helper(make)
+
+    def _helper_loop(self) -> asyncio.AbstractEventLoop:
+        with self._states_lock:
+            if self._helper is None:
+                self._helper = _Helper()
+            return self._helper.loop
 
     async def _on_helper(self, make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
         import trio
 
-        with self._states_lock:
-            if self._helper is None:
-                self._helper = _Helper()
-            helper = self._helper
-        future = asyncio.run_coroutine_threadsafe(make(), helper.loop)
+        future = asyncio.run_coroutine_threadsafe(make(), self._helper_loop())
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
 
