@@ -179,8 +179,8 @@ class PostgresStorage:
     appears in a message, a log line or the repr.
 
     ``source`` says where the URL came from (``"storage.url, pai.toml"``), for messages.
-    Works on asyncio and on trio (on trio, the driver runs on a helper asyncio loop in a
-    thread). Close it with :meth:`aclose` (or ``async with``).
+    Works on asyncio and on trio: every call runs on a helper asyncio loop in a thread of the
+    storage's own, which holds the pool. Close it with :meth:`aclose` (or ``async with``).
 
     Example::
 
