@@ -18,6 +18,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -120,8 +121,9 @@ def namespace() -> Iterator[str]:
         client.close()
 
 
-def containers(client: object, namespace: str) -> list[object]:
-    found = client.containers.list(all=True, filters={"label": "pai.namespace"})  # type: ignore[attr-defined]
+def containers(client: Any, namespace: str) -> list[Any]:
+    """The containers of ``namespace`` (the docker SDK is untyped)."""
+    found = client.containers.list(all=True, filters={"label": "pai.namespace"})
     return [c for c in found if c.labels.get("pai.namespace") == namespace]
 
 
@@ -207,6 +209,6 @@ def test_four_processes_share_one_container(
     try:
         found = containers(client, namespace)
         assert len(found) == 1, f"{len(found)} containers in the namespace, not one"
-        assert found[0].attrs["Config"]["Hostname"] == names[0]  # type: ignore[attr-defined]
+        assert found[0].attrs["Config"]["Hostname"] == names[0]
     finally:
         client.close()
