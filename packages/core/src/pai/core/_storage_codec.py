@@ -75,6 +75,10 @@ def _jsonable(value: object) -> object:
     return value
 
 
+_REPLACEMENT = "\ufffd".encode()
+"""U+FFFD in UTF-8: what pydantic's JSON holds where a dict key had a lone surrogate."""
+
+
 def _json_keeping_surrogates(message: Message) -> str | None:
     """The JSON of ``message`` with its lone surrogates kept, or ``None`` if it has none (or
     cannot be written as JSON at all)."""
@@ -104,12 +108,19 @@ def encode_message(message: Message) -> str | bytes:
         encode_message(UserMessage(content="hi")) == '{"role":"user","content":"hi"}'
     """
     try:
-        return message_adapter.dump_json(message).decode()
+        data = message_adapter.dump_json(message)
     except PydanticSerializationError:
         text = _json_keeping_surrogates(message)
         if text is None:
             raise
         return text.encode("utf-8", "surrogatepass")
+    if _REPLACEMENT in data:
+        # pydantic writes a lone surrogate in a dict key as U+FFFD, where it refuses one in a
+        # value: the JSON written by Python keeps it (and a real U+FFFD stays one).
+        text = _json_keeping_surrogates(message)
+        if text is not None:
+            return text.encode("utf-8", "surrogatepass")
+    return data.decode()
 
 
 def decode_message(raw: str | bytes) -> Message:

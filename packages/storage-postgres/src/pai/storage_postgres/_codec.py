@@ -52,10 +52,16 @@ def encode_message(message: Message) -> bytes:
         encode_message(UserMessage(content="hi")) == b'{"role":"user","content":"hi"}'
     """
     try:
-        return message_adapter.dump_json(message)
+        data = message_adapter.dump_json(message)
     except PydanticSerializationError:
-        stored = stored_form(message)  # raises again when it is not JSON at all
+        data = None
+    if data is None or "\ufffd".encode() in data:
+        # Not JSON to pydantic (a lone surrogate), or maybe a lone surrogate in a dict key,
+        # which pydantic writes as U+FFFD: core's codec keeps it (and raises again when the
+        # message is not JSON at all).
+        stored = stored_form(message)
         return stored.encode() if isinstance(stored, str) else stored
+    return data
 
 
 def decode_message(raw: bytes) -> Message:

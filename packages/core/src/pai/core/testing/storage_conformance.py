@@ -972,6 +972,22 @@ class StorageConformance:
 
     # -- every str ----------------------------------------------------------------------------
 
+    async def test_a_lone_surrogate_only_in_a_key_round_trips_exactly(
+        self, storage: Storage
+    ) -> None:
+        # pydantic refuses a lone surrogate in a value but writes one in a dict key as U+FFFD:
+        # a codec trusting its JSON would store "\ufffd" here, silently.
+        messages: list[Message] = [
+            AssistantMessage(
+                content="", tool_calls=(ToolCall(id="c1", name="f", arguments={"\ud800": ""}),)
+            ),
+            ToolResultMessage(tool_call_id="c1", tool_name="f", content="x", output={"\udfff": 1}),
+            UserMessage(content="a real \ufffd stays one"),
+        ]
+        await storage.create_thread(_thread("t1"))
+        await storage.append_messages("t1", messages)
+        assert list(await storage.get_messages("t1")) == messages
+
     async def test_lone_surrogates_round_trip_exactly_in_every_field(
         self, storage: Storage
     ) -> None:
