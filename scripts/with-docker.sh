@@ -56,30 +56,7 @@ if [[ "${PAI_WITH_GVISOR:-1}" != 0 ]] && ! engine_answers; then
   command -v runsc >/dev/null 2>&1 || installed runsc || missing+=(runsc)
 fi
 if ((${#missing[@]} > 0)); then
-  if [[ "$(id -u)" != 0 || ! -r /etc/debian_version ]] || ! command -v apt-get >/dev/null 2>&1; then
-    fail "missing ${missing[*]}: install them (Debian: apt-get install ${missing[*]}), or run this as root on Debian"
-  fi
-  say "installing ${missing[*]} (apt-get)"
-  apt_log="$(mktemp)"
-  # Forbid package scripts from starting services (docker.io's would start a default dockerd);
-  # only when the machine has no such policy of its own, and only for this install.
-  own_policy=""
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    own_policy=1
-  fi
-  apt_status=0
-  {
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  } >"$apt_log" 2>&1 || apt_status=$?
-  [[ -n "$own_policy" ]] && rm -f /usr/sbin/policy-rc.d
-  if ((apt_status != 0)); then
-    cat "$apt_log" >&2
-    fail "apt-get could not install ${missing[*]} (exit $apt_status)"
-  fi
-  rm -f "$apt_log"
+  bash "$(dirname "$0")/apt-install.sh" with-docker "${missing[@]}"
 fi
 
 # -- 2. engine -------------------------------------------------------------------------------------

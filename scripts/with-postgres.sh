@@ -62,30 +62,7 @@ find_bin() {
 
 bin="$(find_bin)"
 if [[ -z "$bin" ]]; then
-  if [[ "$(id -u)" != 0 || ! -r /etc/debian_version ]] || ! command -v apt-get >/dev/null 2>&1; then
-    fail "no PostgreSQL server programs (initdb, pg_ctl) found: install them (Debian: apt-get install postgresql), run this as root on Debian, or set PAI_TEST_POSTGRES_URL to a server you run"
-  fi
-  say "installing postgresql (apt-get)"
-  apt_log="$(mktemp)"
-  # Forbid package scripts from starting services (postgresql's would start the default cluster);
-  # only when the machine has no such policy of its own, and only for this install.
-  own_policy=""
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    own_policy=1
-  fi
-  apt_status=0
-  {
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql
-  } >"$apt_log" 2>&1 || apt_status=$?
-  [[ -n "$own_policy" ]] && rm -f /usr/sbin/policy-rc.d
-  if ((apt_status != 0)); then
-    cat "$apt_log" >&2
-    fail "apt-get could not install postgresql (exit $apt_status)"
-  fi
-  rm -f "$apt_log"
+  bash "$(dirname "$0")/apt-install.sh" with-postgres postgresql
   bin="$(find_bin)"
   [[ -n "$bin" ]] || fail "postgresql is installed but no initdb and pg_ctl were found under /usr/lib/postgresql/*/bin"
 fi
