@@ -20,31 +20,24 @@ import pytest
 from e2b import AsyncSandbox, TimeoutException
 from e2b_helpers import host_processes, unique_sleep
 
-from pai.sandbox import create_sandbox, create_sandbox_session_manager
+from pai.sandbox import Sandbox, create_sandbox, create_sandbox_session_manager
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_timed_out_command_leaves_no_process_behind(
-    provider: E2BSandboxProvider,
-) -> None:
-    key = uuid.uuid4().hex
-    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+async def test_a_timed_out_command_leaves_no_process_behind(sandbox: Sandbox) -> None:
     n = unique_sleep()
-    try:
-        await sandbox.run_command("true")
-        result = await sandbox.run_command(
-            f"setsid sleep {n}1 & env -i sleep {n}2 & (sleep {n}3 &); "
-            f"sh -c 'sleep {n}4 &'; nohup sleep {n}5 >/dev/null 2>&1 & sleep {n}6",
-            timeout=0.5,
-        )
-        assert (result.timed_out, result.exit_code) == (True, 124)
-        assert result.duration < 1.5
-        assert host_processes(f"sleep {n}") == []
-    finally:
-        await provider.destroy(key)
+    await sandbox.run_command("true")
+    result = await sandbox.run_command(
+        f"setsid sleep {n}1 & env -i sleep {n}2 & (sleep {n}3 &); "
+        f"sh -c 'sleep {n}4 &'; nohup sleep {n}5 >/dev/null 2>&1 & sleep {n}6",
+        timeout=0.5,
+    )
+    assert (result.timed_out, result.exit_code) == (True, 124)
+    assert result.duration < 1.5
+    assert host_processes(f"sleep {n}") == []
 
 
 def stopped_children() -> list[str]:
@@ -64,28 +57,19 @@ def stopped_children() -> list[str]:
     return found
 
 
-async def test_a_timeout_leaves_nothing_stopped_behind_the_command(
-    provider: E2BSandboxProvider,
-) -> None:
+async def test_a_timeout_leaves_nothing_stopped_behind_the_command(sandbox: Sandbox) -> None:
     # The kill stops what it finds before killing it, but not the command's own process: its
     # parent (envd; here the emulator's nsenter, which suspends itself with a stopped child)
     # would be left waiting for it.
-    key = uuid.uuid4().hex
-    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
     n = unique_sleep()
-    try:
-        await sandbox.run_command("true")
-        result = await sandbox.run_command(f"sleep {n} & sleep {n}", timeout=0.5)
-        assert result.timed_out
-        assert stopped_children() == []
-        assert await settled(f"sleep {n}", 0) == []
-    finally:
-        await provider.destroy(key)
+    await sandbox.run_command("true")
+    result = await sandbox.run_command(f"sleep {n} & sleep {n}", timeout=0.5)
+    assert result.timed_out
+    assert stopped_children() == []
+    assert await settled(f"sleep {n}", 0) == []
 
 
-async def test_a_cancelled_command_leaves_no_process_behind(provider: E2BSandboxProvider) -> None:
-    key = uuid.uuid4().hex
-    sandbox = create_sandbox(create_sandbox_session_manager(provider=provider).handle(key))
+async def test_a_cancelled_command_leaves_no_process_behind(sandbox: Sandbox) -> None:
     n = unique_sleep()
     started = anyio.Event()
 
@@ -97,15 +81,12 @@ async def test_a_cancelled_command_leaves_no_process_behind(provider: E2BSandbox
             on_stdout=lambda _: started.set(),
         )
 
-    try:
-        await sandbox.run_command("true")
-        async with anyio.create_task_group() as group:
-            group.start_soon(run)
-            await started.wait()
-            group.cancel_scope.cancel()
-        assert await settled(f"sleep {n}", 0) == []
-    finally:
-        await provider.destroy(key)
+    await sandbox.run_command("true")
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await started.wait()
+        group.cancel_scope.cancel()
+    assert await settled(f"sleep {n}", 0) == []
 
 
 async def test_a_timeout_spares_what_an_earlier_command_left_running(
