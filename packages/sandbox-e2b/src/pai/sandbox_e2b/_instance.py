@@ -267,36 +267,41 @@ def _uploads(files: Sequence[FileWrite]) -> list[list[FileWrite]]:
     return uploads
 
 
-def _utf8(path: str) -> str:
-    """``path``, refused unless it is valid UTF-8 text: envd takes paths as UTF-8 only (in
-    protobuf strings and URLs), so a name holding a lone surrogate (bytes decoded with
-    ``surrogateescape``) cannot be written, read or named there."""
+def _not_utf8(text: str) -> str | None:
+    """The part of ``text`` that is not valid UTF-8 (a byte decoded with ``surrogateescape``),
+    or ``None``: envd takes UTF-8 only (protobuf strings and URLs)."""
     try:
-        path.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError as error:
+        return text[error.start : error.end]
+    return None
+
+
+def _utf8(path: str) -> str:
+    """``path``, refused unless it is valid UTF-8 text, so it can be written, read or named on
+    envd."""
+    bad = _not_utf8(path)
+    if bad is not None:
         raise SandboxInputError(
             f"E2B cannot use the path {path!r}: envd takes paths as UTF-8 text, and this one "
-            f"holds {path[error.start : error.end]!r}, which is not (a byte decoded with "
-            "surrogateescape); use a name that is valid UTF-8"
-        ) from None
+            f"holds {bad!r}, which is not (a byte decoded with surrogateescape); use a name "
+            "that is valid UTF-8"
+        )
     return path
 
 
 def _sendable(command: str, cwd: str, env: Mapping[str, str]) -> None:
-    """Refuse what envd cannot be sent: a command, folder or variable that is not valid UTF-8
-    (protobuf strings are UTF-8 only)."""
+    """Refuse what envd cannot be sent: a command, folder or variable that is not valid UTF-8."""
     _utf8(cwd)
     texts = [("the command", command)]
     texts += [(f"the variable {name!r}", f"{name}={value}") for name, value in env.items()]
     for what, text in texts:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as error:
+        bad = _not_utf8(text)
+        if bad is not None:
             raise SandboxInputError(
-                f"E2B cannot run this: {what} holds {text[error.start : error.end]!r}, which is "
-                "not valid UTF-8 text (a byte decoded with surrogateescape); envd takes UTF-8 "
-                "only"
-            ) from None
+                f"E2B cannot run this: {what} holds {bad!r}, which is not valid UTF-8 text (a "
+                "byte decoded with surrogateescape); envd takes UTF-8 only"
+            )
 
 
 #: envd's "not found" for a folder listing, as the SDK's own listing reports it.
