@@ -18,7 +18,8 @@ with the reason, or fails when ``PAI_REQUIRE_POSTGRES=1``):
   ``SELECT``), serializing and parsing the messages as the storage does. Target: <= 1.5x, on
   asyncio and on trio (psycopg's async API is asyncio-only, so on trio the raw baseline is its
   synchronous connection called in a worker thread, and the storage runs its calls on a helper
-  asyncio loop in a thread: each has one hop between threads per call);
+  asyncio loop in a thread: each has one hop between threads per call; on asyncio both run on
+  the caller's loop);
 - one turn (one model step, through a runtime) on a 1,000-turn thread against a 10-turn one.
   Target: <= 1.5x;
 - turns per second with 4 processes x 100 threads each (every process its own runtime and

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -74,3 +75,40 @@ def test_an_asyncio_run_that_used_the_storage_returns_without_closing_it(
         check=False,
     )
     assert (done.returncode, done.stdout) == (0, "returned\n"), done.stderr
+
+
+def test_a_connection_cut_short_by_a_cancellation_is_not_handed_out_again(
+    postgres_url: str, schemas: TestSchemas
+) -> None:
+    # On an asyncio caller's own loop, a connection left mid-statement or mid-transaction by a
+    # cancelled caller is closed, not handed back: the next call gets a clean session.
+    from psycopg.pq import TransactionStatus
+
+    storage = PostgresStorage(postgres_url, schema=schemas.fresh())
+    connector = storage._connector
+
+    async def state(conn: Any) -> tuple[int, TransactionStatus]:
+        row = await (await conn.execute("SELECT pg_backend_pid()")).fetchone()
+        return int(row[0]), conn.info.transaction_status
+
+    async def in_statement(conn: Any) -> None:
+        await conn.execute("SELECT pg_sleep(30)")
+
+    async def in_transaction(conn: Any) -> None:
+        await conn.execute("BEGIN")
+        await anyio.sleep(30)
+
+    async def main() -> None:
+        await storage.create_thread(ThreadRecord(id="t1", scope_key="s", agent_name="a"))
+        for cut_short in (in_statement, in_transaction):
+            before, _ = await connector.read(state, doing="reading the session")
+            with anyio.move_on_after(0.3):
+                await connector.read(cut_short, doing="being cut short")
+            with anyio.fail_after(5):
+                after, status = await connector.read(state, doing="reading the session")
+                assert list(await storage.get_messages("t1")) == []
+            assert status == TransactionStatus.IDLE, cut_short.__name__
+            assert after != before, cut_short.__name__
+        await storage.aclose()
+
+    anyio.run(main, backend="asyncio")

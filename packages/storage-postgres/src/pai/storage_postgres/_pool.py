@@ -1,13 +1,17 @@
 """The one module that talks to PostgreSQL: connection pools, event loops, retries, and writes
 whose outcome is known even when the connection breaks.
 
-Event loops. psycopg's async API runs on asyncio only, and psycopg_pool's background tasks
-catch ``CancelledError`` (its scheduler counts it among the client errors it logs and goes on
-from), so a pool left open on a caller's loop keeps that loop from shutting down: ``anyio.run``
-or ``asyncio.run`` would never return once its main coroutine ended. So every call, from asyncio
-or trio, runs on a helper asyncio loop in a thread of the storage's own, which holds the pool
-until :meth:`Connector.aclose`; the caller's task waits for it without blocking its loop and
-without holding a worker thread. One hop between threads per call is the price.
+Event loops. psycopg's async API runs on asyncio only. A call from an asyncio task runs on the
+caller's own loop, on a connection of that loop's :class:`_LoopPool`: connections opened on
+demand (up to ``pool_max_size``) and handed back to a free list, with no task of its own, so a
+loop that ends (``anyio.run`` or ``asyncio.run`` returning without ``aclose``) leaves nothing
+running behind and never waits for the pool. (psycopg_pool's ``AsyncConnectionPool`` is not
+used there: its background tasks catch ``CancelledError``, which keeps such a loop from ever
+shutting down.) A connection is only ever used on the loop that opened it; one whose query was
+cut short (the caller cancelled) is closed, not handed back. A call from trio runs on a helper
+asyncio loop in a thread of the storage's own, which holds a psycopg_pool pool until
+:meth:`Connector.aclose`; the trio task waits for it without blocking its loop and without
+holding a worker thread.
 
 Opening. The first call on a loop connects once directly (so a bad password or a missing
 database is one clear error, not a pool timeout), checks the schema and applies pending
@@ -32,13 +36,15 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import sniffio
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg import Error as PsycopgError
+from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from pai.core import PaiError, StorageError, StorageSchemaError
@@ -83,12 +89,134 @@ class Abort(Exception):
         self.error = error
 
 
+class _Pool(Protocol):
+    """What the calls need of a pool: psycopg_pool's ``AsyncConnectionPool`` (on the helper
+    loop) and :class:`_LoopPool` (on a caller's loop) both have it."""
+
+    def connection(
+        self, timeout: float | None = None
+    ) -> contextlib.AbstractAsyncContextManager[Conn]: ...
+
+    async def getconn(self, timeout: float | None = None) -> Conn: ...
+
+    async def putconn(self, conn: Conn) -> None: ...
+
+    async def check(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class _LoopPool:
+    """The connections of one caller's asyncio loop: opened on demand up to ``max_size``, kept
+    on a free list when handed back, and no task of its own (see the module documentation).
+
+    A connection handed back in a transaction or with a query in flight (its caller was
+    cancelled mid-statement; psycopg has then usually closed it already) is closed, not handed
+    back: nothing half done is ever handed out again.
+    """
+
+    def __init__(self, connect: Callable[[], Awaitable[Conn]], max_size: int) -> None:
+        self._connect = connect
+        self._max_size = max_size
+        self._free: list[Conn] = []
+        self._size = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._closed = False
+
+    @contextlib.asynccontextmanager
+    async def connection(self, timeout: float | None = None) -> AsyncGenerator[Conn]:
+        conn = await self.getconn(timeout)
+        try:
+            yield conn
+        finally:
+            self._hand_back(conn)
+
+    async def getconn(self, timeout: float | None = None) -> Conn:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if self._closed:
+                raise PoolTimeout("the pool is closed")
+            while self._free:
+                conn = self._free.pop()
+                if _reusable(conn):
+                    return conn
+                self._discard(conn)
+            if self._size < self._max_size:
+                self._size += 1
+                try:
+                    return await self._connect()
+                except BaseException:
+                    self._size -= 1
+                    self._wake_one()
+                    raise
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await waiter
+            except TimeoutError:
+                raise PoolTimeout(f"no connection free within {timeout} s") from None
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+
+    async def putconn(self, conn: Conn) -> None:
+        self._hand_back(conn)
+
+    def _hand_back(self, conn: Conn) -> None:
+        if self._closed or not _reusable(conn):
+            self._discard(conn)
+        else:
+            self._free.append(conn)
+        self._wake_one()
+
+    def _discard(self, conn: Conn) -> None:
+        self._size -= 1
+        _finish(conn)
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    async def check(self) -> None:
+        """Drop the idle connections: after a connection failure they may all be broken (the
+        server restarted); the next calls open new ones."""
+        self.drop_idle()
+
+    def drop_idle(self) -> None:
+        free, self._free = self._free, []
+        for conn in free:
+            self._discard(conn)
+
+    async def close(self) -> None:
+        self._closed = True
+        self.drop_idle()
+        self._wake_one()
+
+
+def _reusable(conn: Conn) -> bool:
+    return not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
+
+
+def _finish(conn: Conn) -> None:
+    """Close ``conn`` now, without awaiting: libpq closes the socket, and the server ends the
+    session (rolling back whatever it had begun)."""
+    with contextlib.suppress(Exception):
+        conn.pgconn.finish()
+
+
 @dataclass(slots=True)
 class _LoopState:
     """One event loop's pool, made by the first call on that loop."""
 
     loop: asyncio.AbstractEventLoop
-    pool: AsyncConnectionPool[Conn] | None = None
+    pool: _Pool | None = None
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -133,10 +261,7 @@ class Connector:
         if self._closed:
             raise self._closed_error()
         if sniffio.current_async_library() == "asyncio":
-            # Cancelling the caller cancels the call on the helper loop (wrap_future chains it).
-            return await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(make(), self._helper_loop())
-            )
+            return await make()
         return await self._on_helper(make)
 
     def _helper_loop(self) -> asyncio.AbstractEventLoop:
@@ -179,12 +304,14 @@ class Connector:
             if state is None:
                 # Pools of loops that are gone cannot be closed any more; drop them.
                 for gone in [other for other in self._states if other.is_closed()]:
-                    del self._states[gone]
+                    pool = self._states.pop(gone).pool
+                    if isinstance(pool, _LoopPool):
+                        pool.drop_idle()  # nobody can use them: their loop has ended
                 state = self._states[loop] = _LoopState(loop)
         if state.pool is None:
             async with state.opening:
                 if state.pool is None:
-                    state.pool = await self._open_pool()
+                    state.pool = await self._open_pool(loop)
         if self._closed:
             raise self._closed_error()
         return state
@@ -196,10 +323,15 @@ class Connector:
         except PsycopgError as error:
             raise connection_failure(error, self.display, timeout=self._timeout) from None
 
+    async def _connect_for_pool(self) -> Conn:
+        # Raw psycopg errors, as psycopg_pool's connections give them: the callers retry on a
+        # connection failure and word every other one.
+        return await AsyncConnection.connect(**self._kwargs())
+
     def _kwargs(self) -> dict[str, Any]:
         return {**self.settings.conninfo, "autocommit": True}
 
-    async def _open_pool(self) -> AsyncConnectionPool[Conn]:
+    async def _open_pool(self, loop: asyncio.AbstractEventLoop) -> _Pool:
         deadline = time.monotonic() + self._timeout
         while True:
             try:
@@ -219,6 +351,9 @@ class Connector:
         finally:
             await conn.close()
         options = self.settings.options
+        helper = self._helper
+        if helper is None or loop is not helper.loop:
+            return _LoopPool(self._connect_for_pool, options.pool_max_size)
         pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             "",
             kwargs=self._kwargs(),
@@ -276,16 +411,24 @@ class Connector:
         attempt = 0
         while True:
             try:
-                async with state.pool.connection(timeout=self._left(deadline)) as conn:
-                    return await op(conn)
+                conn = await state.pool.getconn(timeout=self._left(deadline))
             except PoolTimeout:
                 raise await self._no_connection(doing) from None
+            except PsycopgError as error:
+                if not is_connection_error(error) or time.monotonic() >= deadline:
+                    raise connection_failure(error, self.display, timeout=self._timeout) from None
+                attempt = await self._recover(state.pool, attempt)
+                continue
+            try:
+                return await op(conn)
             except PsycopgError as error:
                 if not is_connection_error(error) or time.monotonic() >= deadline:
                     raise query_failure(
                         error, self.display, schema=self.schema, doing=doing
                     ) from None
-                attempt = await self._recover(state.pool, attempt)
+            finally:
+                await state.pool.putconn(conn)
+            attempt = await self._recover(state.pool, attempt)
 
     async def write(self, body: Callable[[Conn], Awaitable[_T]], *, doing: str) -> _T:
         """Run ``body``'s statements in one transaction whose outcome is known (see the module
@@ -305,6 +448,13 @@ class Connector:
                 conn = await pool.getconn(timeout=self._left(deadline))
             except PoolTimeout:
                 raise await self._no_connection(doing) from None
+            except PsycopgError as error:
+                # Opening a connection failed (this loop's pool opens them on demand): nothing
+                # was sent, so try again while the server may be coming back.
+                if not is_connection_error(error) or time.monotonic() >= deadline:
+                    raise connection_failure(error, self.display, timeout=self._timeout) from None
+                attempt = await self._recover(pool, attempt)
+                continue
             xid: str | None = None
             committing = False
             results: list[_T] = []
@@ -363,9 +513,7 @@ class Connector:
         with contextlib.suppress(PsycopgError):
             await conn.execute(b"ROLLBACK")
 
-    async def _outcome(
-        self, pool: AsyncConnectionPool[Conn], xid: str, deadline: float
-    ) -> bool | None:
+    async def _outcome(self, pool: _Pool, xid: str, deadline: float) -> bool | None:
         """Whether the transaction ``xid`` committed (``True``), aborted (``False``), or
         ``None`` when the server does not say before ``deadline``."""
         attempt = 0
@@ -390,7 +538,7 @@ class Connector:
             attempt = await self._recover(pool, attempt)
         return None
 
-    async def _recover(self, pool: AsyncConnectionPool[Conn], attempt: int) -> int:
+    async def _recover(self, pool: _Pool, attempt: int) -> int:
         """After a connection failure: drop the pool's broken connections (once), back off."""
         if attempt == 0:
             try:
@@ -466,7 +614,11 @@ class Connector:
             current = None
         for state in states:
             pool = state.pool
-            if pool is None or state.loop.is_closed():
+            if pool is None:
+                continue
+            if state.loop.is_closed():
+                if isinstance(pool, _LoopPool):
+                    pool.drop_idle()  # their loop has ended: nobody else can use them
                 continue
             if state.loop is current:
                 await pool.close()
