@@ -131,6 +131,8 @@ class AguiEncoder:
         self._thread_id = thread_id
         self._run_id = run_id
         self._message_id: str | None = None
+        self._step_message_id: str | None = None
+        """The assistant message of the current step: its tool calls belong to it."""
         self._calls: dict[int, str] = {}
         """Open tool calls of the current step, by index: their ids."""
 
@@ -144,6 +146,7 @@ class AguiEncoder:
             frames: list[str] = []
             if self._message_id is None:
                 self._message_id = uuid.uuid4().hex
+                self._step_message_id = self._message_id
                 frames.append(
                     _frame(TextMessageStartEvent(message_id=self._message_id, role="assistant"))
                 )
@@ -159,7 +162,7 @@ class AguiEncoder:
                     ToolCallStartEvent(
                         tool_call_id=event.id,
                         tool_call_name=event.name,
-                        parent_message_id=self._message_id,
+                        parent_message_id=self._step_message_id,
                     )
                 )
             )
@@ -190,6 +193,7 @@ class AguiEncoder:
             frames.append(_frame(ToolCallEndEvent(tool_call_id=call_id)))
             return frames
         if isinstance(event, ResponseFinished):
+            self._step_message_id = None
             return self._end_text() + self._end_calls()
         if isinstance(event, ToolCallResult):
             # The content the model reads: a client sees exactly what the model saw.
