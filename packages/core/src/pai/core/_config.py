@@ -71,7 +71,7 @@ CONFIG_ENV = "PAI_CONFIG"
 NOT_CONFIG = frozenset({"PAI_STRICT_PLUGINS", "PAI_LOAD_PLUGINS", "PAI_REQUIRE_DOCKER", CONFIG_ENV})
 """``PAI_`` variables that are switches, not configuration."""
 
-TABLES = ("capabilities", "chat", "model", "storage")
+TABLES = ("capabilities", "chat", "model", "serve", "storage")
 """The top-level tables of the configuration; anything else is a mistake, reported."""
 
 MAX_DEPTH = 32

@@ -73,6 +73,7 @@ def create_asgi_app(
     cors_origins: Sequence[str] = (),
     commands: Mapping[str, Collection[str]] | None = None,
     attachments: Attachments | None = None,
+    chat_page: bool = False,
 ) -> Starlette:
     """An ASGI app (Starlette) serving ``pai_app``: the AG-UI and AI SDK streams, the thread
     routes, health checks and ``/openapi.json``.
@@ -81,7 +82,8 @@ def create_asgi_app(
     takes). ``commands`` opts agents' commands in, by agent id (commands run server-side, so
     none is exposed unless named). ``cors_origins`` lists the origins a browser may call from
     (none by default). ``attachments`` keeps files sent with messages and stages them into the
-    thread's sandbox (files are refused without it).
+    thread's sandbox (files are refused without it). ``chat_page=True`` serves the chat page at
+    ``/`` (``pai serve`` does by default).
 
     Example::
 
@@ -132,8 +134,13 @@ def create_asgi_app(
                 expose_headers=["x-vercel-ai-ui-message-stream", "x-pai-run-id"],
             )
         )
+    routes = server.routes()
+    if chat_page:
+        from pai.http._page import page_routes
+
+        routes.extend(page_routes())
     return Starlette(
-        routes=server.routes(),
+        routes=routes,
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={HttpError: _http_error, Exception: _internal_error},
