@@ -148,3 +148,22 @@ def serve(app: Any) -> Iterator[str]:
 
 ACME = {"Authorization": "Bearer token-acme"}
 GLOBEX = {"Authorization": "Bearer token-globex"}
+
+
+AGUI_TOOL_RUN = [
+    "RUN_STARTED",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "TOOL_CALL_RESULT",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "RUN_FINISHED",
+]
+"""The AG-UI event types of a run of the test model that calls the tool once."""

@@ -39,7 +39,7 @@ from pai.core import (
     ToolCallStarted,
 )
 from pai.http._errors import BadRequestError
-from pai.http._wire import RunRequest, validation_problem
+from pai.http._wire import RunRequest, check_message_length, validation_problem
 
 
 class AguiProtocol:
@@ -103,13 +103,7 @@ class AguiProtocol:
                     )
                 texts.append(part.text)
             text = "".join(texts)
-        if len(text) > max_message_chars:
-            raise BadRequestError(
-                f"the message is {len(text):,} characters; at most {max_message_chars:,} are "
-                "accepted (HttpLimits.max_message_chars)",
-                status=413,
-                code="message_too_large",
-            )
+        check_message_length(text, max_message_chars)
         if not text.strip():
             raise BadRequestError(
                 f"messages[{len(messages) - 1}] has no text", status=422, code="invalid_input"

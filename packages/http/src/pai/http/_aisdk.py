@@ -30,7 +30,7 @@ from pai.core import (
     ToolCallStarted,
 )
 from pai.http._errors import BadRequestError
-from pai.http._wire import Attachment, RunRequest, validation_problem
+from pai.http._wire import Attachment, RunRequest, check_message_length, validation_problem
 
 
 class _Part(pydantic.BaseModel):
@@ -98,13 +98,7 @@ class AiSdkProtocol:
                 )
             # Other parts (step markers, data parts, reasoning) carry nothing the run reads.
         text = "".join(texts)
-        if len(text) > max_message_chars:
-            raise BadRequestError(
-                f"the message is {len(text):,} characters; at most {max_message_chars:,} are "
-                "accepted (HttpLimits.max_message_chars)",
-                status=413,
-                code="message_too_large",
-            )
+        check_message_length(text, max_message_chars)
         if not text.strip() and not attachments:
             raise BadRequestError(f"{where} has no text", status=422, code="invalid_input")
         return RunRequest(thread_id=chat.id, text=text, attachments=attachments)

@@ -97,3 +97,17 @@ def validation_problem(error: pydantic.ValidationError, *, most: int = 3) -> str
         problems.append(f"{path or 'the body'}: {detail['msg']}")
     more = error.error_count() - len(problems)
     return "; ".join(problems) + (f" (and {more} more)" if more > 0 else "")
+
+
+def check_message_length(text: str, limit: int) -> str:
+    """``text``, or a 413 when it is longer than ``limit`` characters."""
+    from pai.http._errors import BadRequestError
+
+    if len(text) > limit:
+        raise BadRequestError(
+            f"the message is {len(text):,} characters; at most {limit:,} are accepted "
+            "(HttpLimits.max_message_chars)",
+            status=413,
+            code="message_too_large",
+        )
+    return text
