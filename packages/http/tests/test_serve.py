@@ -128,3 +128,18 @@ def test_loopback_addresses_need_no_auth(host: str) -> None:
     assert _is_loopback(host)
     assert not _is_loopback("0.0.0.0")
     assert not _is_loopback("10.0.0.1")
+
+
+def test_pai_config_check_names_a_wrong_serve_key_and_its_file(tmp_path: Path) -> None:
+    (tmp_path / "pai.toml").write_text('[serve]\nport = "eighty"\n')
+    runner = CliRunner()
+    old = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        result = runner.invoke(create_cli(), ["config", "--check"])
+    finally:
+        os.chdir(old)
+    assert result.exit_code != 0
+    assert "serve.port = 'eighty'" in result.output
+    assert "pai.toml" in result.output
+    assert "must be int" in result.output

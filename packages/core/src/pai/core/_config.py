@@ -102,6 +102,11 @@ class PaiConfig:
         found = capability_section(self, capability_id)
         return None if found is None else found[1]
 
+    def origin(self, *path: str) -> str:
+        """Where the value at ``path`` came from, for messages: ``"pai.toml"``, ``"environment
+        variable PAI_SERVE__PORT"``... (``config.origin("serve", "port")``)."""
+        return origin_of(self, tuple(path))
+
     def flat(self) -> list[tuple[str, Any, str]]:
         """Every leaf as ``(dotted key, value, source)``, sorted by key (for ``pai config``)."""
         rows = [

@@ -4,7 +4,7 @@ Two levels:
 
 * :func:`check_static`: what can be checked from the configuration and the installed packages
   alone, importing no user code and opening no connection: the tables, the capability ids, the
-  storage URL, the options of every configured capability, and ``[model]`` (its provider and
+  tables plugins read themselves (the ``pai_check_config`` hook), the storage URL, the options of every configured capability, and ``[model]`` (its provider and
   options; the model is not built, so commands that use none run without an API key). Every
   command that reads configuration runs it (through :func:`pai.core.cli.load_checked_config`),
   so a misspelt table stops the command instead of letting it run on a default. It builds the
@@ -59,6 +59,7 @@ def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
     plugins = plugins if plugins is not None else get_plugins()
     registrations = plugins.capabilities()
     check_capability_ids(config, registrations)
+    plugins.manager.hook.pai_check_config(config=config)  # the tables plugins read themselves
     run_options(config)  # [storage] run_lease_ttl, busy_thread_wait
     storage = storage_from_config(config, plugins=plugins)
     bindings: dict[str, CapabilityBinding[object]] = {}

@@ -165,6 +165,13 @@ class CoreHookSpecs:
         """Add commands to the ``pai`` command line: ``cli.add_command(your_group)``."""
 
     @hookspec
+    def pai_check_config(self, config: PaiConfig) -> None:
+        """Raise a :class:`~pai.core.ConfigError` for a mistake in the configuration tables this
+        plugin reads itself (pai-http's ``[serve]``): every command that reads configuration,
+        ``pai config --check`` included, stops on it. Name the key and where it was set
+        (``config.origin("serve", "port")``), and what to write instead."""
+
+    @hookspec
     def pai_probes(self, config: PaiConfig) -> Sequence[Probe]:
         """Return live checks of what ``config`` configures for this plugin (an engine that
         must answer, an image that must exist); ``pai config --check --probe`` runs them, each

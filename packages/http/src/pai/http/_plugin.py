@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pai.core import hookimpl
+from pai.core import PaiConfig, hookimpl
 
 
 @hookimpl
@@ -12,3 +12,11 @@ def pai_cli(cli: click.Group) -> None:
     from pai.http._serve import serve_command
 
     cli.add_command(serve_command)
+
+
+@hookimpl
+def pai_check_config(config: PaiConfig) -> None:
+    """``[serve]``: known keys, values of the right types."""
+    from pai.http._serve import serve_settings
+
+    serve_settings(config)

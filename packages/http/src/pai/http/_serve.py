@@ -57,8 +57,8 @@ def serve_settings(config: Any) -> dict[str, Any]:
     for key in sorted(section):
         if key not in SERVE_KEYS:
             raise ConfigError(
-                f"unknown key serve.{key}; {_did_you_mean(key, SERVE_KEYS)}[serve] takes: "
-                f"{', '.join(SERVE_KEYS)}"
+                f"unknown key serve.{key} ({config.origin('serve', key)}); "
+                f"{_did_you_mean(key, SERVE_KEYS)}[serve] takes: {', '.join(SERVE_KEYS)}"
             )
     expected: dict[str, tuple[type, ...]] = {
         "host": (str,),
@@ -74,7 +74,8 @@ def serve_settings(config: Any) -> dict[str, Any]:
             isinstance(value, bool) and bool not in expected[key]
         ):
             raise ConfigError(
-                f"serve.{key} = {value!r} must be {' or '.join(t.__name__ for t in expected[key])}"
+                f"serve.{key} = {value!r} ({config.origin('serve', key)}) must be "
+                f"{' or '.join(t.__name__ for t in expected[key])}"
             )
     return dict(section)
 
