@@ -24,7 +24,7 @@ class HttpError(PaiError):
         self.status = status
         self.code = code
         self.message = message
-        self.headers = dict(headers or {})
+        self.headers: dict[str, str] = dict(headers or {})
 
 
 class BadRequestError(HttpError):
