@@ -463,3 +463,46 @@ def test_a_file_part_is_refused_without_attachments_and_staged_with_them(
     body["messages"][0]["parts"][1]["url"] = "data:text/csv;base64,***"
     invalid = httpx.post(f"{accepting.url}/agents/coder/chat", json=body, headers=ACME)
     assert invalid.status_code == 422
+
+
+def test_agui_binary_parts_are_attachments_and_urls_are_refused(
+    make_server: Callable[..., Served], tmp_path: Any
+) -> None:
+    import base64
+
+    from pai.http import Attachments, FolderFilesStore
+
+    server = make_server(attachments=Attachments(store=FolderFilesStore(tmp_path)))
+    body = agui_body("t-bin", "")
+    data = base64.b64encode(b"%PDF-1.7 tiny").decode()
+    body["messages"][0]["content"] = [
+        {"type": "text", "text": "summarise this"},
+        {
+            "type": "document",
+            "source": {"type": "data", "value": data, "mimeType": "application/pdf"},
+            "metadata": {"filename": "report.pdf"},
+        },
+    ]
+    with httpx.stream(
+        "POST", f"{server.url}/agents/coder/ag-ui", json=body, headers=ACME
+    ) as response:
+        assert response.status_code == 200
+        list(sse(response))
+    stored = httpx.get(f"{server.url}/threads/t-bin/messages", headers=ACME).json()["messages"]
+    assert stored[0]["content"].startswith("summarise this")
+    assert "(report.pdf, application/pdf, 13 bytes)" in stored[0]["content"]
+    body["messages"][0]["content"][1]["source"] = {
+        "type": "url",
+        "value": "http://169.254.169.254/",
+    }
+    refused = httpx.post(f"{server.url}/agents/coder/ag-ui", json=body, headers=ACME)
+    assert refused.status_code == 415
+    assert "the server fetches nothing" in refused.json()["error"]["message"]
+    body["messages"][0]["content"][1]["source"] = {
+        "type": "data",
+        "value": "@@@",
+        "mimeType": "application/pdf",
+    }
+    invalid = httpx.post(f"{server.url}/agents/coder/ag-ui", json=body, headers=ACME)
+    assert invalid.status_code == 422
+    assert "content[1].source.value is not valid base64" in invalid.json()["error"]["message"]

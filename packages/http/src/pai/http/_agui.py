@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pydantic
 from ag_ui.core import (
@@ -39,7 +39,13 @@ from pai.core import (
     ToolCallStarted,
 )
 from pai.http._errors import BadRequestError
-from pai.http._wire import RunRequest, check_message_length, validation_problem
+from pai.http._wire import (
+    Attachment,
+    RunRequest,
+    check_message_length,
+    decode_base64,
+    validation_problem,
+)
 
 
 class AguiProtocol:
@@ -88,30 +94,56 @@ class AguiProtocol:
                 code="invalid_input",
             )
         content = last.content
+        where = f"messages[{len(messages) - 1}].content"
+        attachments: list[Attachment] = []
         if isinstance(content, str):
             text = content
         else:
             texts: list[str] = []
             for index, part in enumerate(content):
-                if part.type != "text":
+                if part.type == "text":
+                    texts.append(part.text)
+                    continue
+                source = part.source
+                if source.type != "data":
                     raise BadRequestError(
-                        f"messages[{len(messages) - 1}].content[{index}] is a {part.type!r} "
-                        "part; this server reads text parts only (send files as attachments "
-                        "to the /chat route)",
+                        f"{where}[{index}] is a {part.type} part with a {source.type!r} source; "
+                        "send the bytes inline (a 'data' source): the server fetches nothing",
                         status=415,
                         code="unsupported_content",
                     )
-                texts.append(part.text)
+                name = _filename(part.metadata)
+                attachments.append(
+                    Attachment(
+                        filename=name if isinstance(name, str) else f"{part.type}-{index}",
+                        media_type=source.mime_type,
+                        data=decode_base64(
+                            source.value, f"{where}[{index}].source.value", max_attachment_bytes
+                        ),
+                    )
+                )
             text = "".join(texts)
         check_message_length(text, max_message_chars)
-        if not text.strip():
+        if not text.strip() and not attachments:
             raise BadRequestError(
                 f"messages[{len(messages) - 1}] has no text", status=422, code="invalid_input"
             )
-        return RunRequest(thread_id=run_input.thread_id, run_id=run_input.run_id or None, text=text)
+        return RunRequest(
+            thread_id=run_input.thread_id,
+            run_id=run_input.run_id or None,
+            text=text,
+            attachments=attachments,
+        )
 
     def encoder(self, *, thread_id: str, run_id: str) -> AguiEncoder:
         return AguiEncoder(thread_id=thread_id, run_id=run_id)
+
+
+def _filename(metadata: object) -> object:
+    """The ``filename`` a part's metadata names, if any (AG-UI leaves metadata free-form)."""
+    if isinstance(metadata, Mapping):
+        return cast("Mapping[str, object]", metadata).get("filename")
+    return None
 
 
 def _frame(event: BaseEvent) -> str:

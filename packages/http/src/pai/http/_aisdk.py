@@ -10,8 +10,6 @@ call's output is.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import uuid
 from collections.abc import Mapping
@@ -30,7 +28,13 @@ from pai.core import (
     ToolCallStarted,
 )
 from pai.http._errors import BadRequestError
-from pai.http._wire import Attachment, RunRequest, check_message_length, validation_problem
+from pai.http._wire import (
+    Attachment,
+    RunRequest,
+    check_message_length,
+    decode_base64,
+    validation_problem,
+)
 
 
 class _Part(pydantic.BaseModel):
@@ -117,31 +121,17 @@ def _attachment(part: _Part, where: str, max_bytes: int) -> Attachment:
             code="invalid_input",
         )
     header, _, payload = url[5:].partition(",")
-    # base64 grows data by 4/3: refuse before decoding what cannot fit.
-    if len(payload) > (max_bytes * 4) // 3 + 4:
-        raise BadRequestError(
-            f"{where} is larger than {max_bytes:,} bytes (HttpLimits.max_attachment_bytes)",
-            status=413,
-            code="file_too_large",
-        )
     media_type = part.mediaType or header.split(";", 1)[0] or "application/octet-stream"
-    try:
-        data = (
-            base64.b64decode(payload, validate=True)
-            if header.endswith(";base64")
-            else payload.encode()
-        )
-    except (binascii.Error, ValueError):
-        raise BadRequestError(
-            f"{where}'s data: URL is not valid base64", status=422, code="invalid_input"
-        ) from None
-    if len(data) > max_bytes:
-        raise BadRequestError(
-            f"{where} is {len(data):,} bytes; at most {max_bytes:,} are accepted "
-            "(HttpLimits.max_attachment_bytes)",
-            status=413,
-            code="file_too_large",
-        )
+    if header.endswith(";base64"):
+        data = decode_base64(payload, f"{where}.url", max_bytes)
+    else:
+        data = payload.encode()
+        if len(data) > max_bytes:
+            raise BadRequestError(
+                f"{where} is larger than {max_bytes:,} bytes (HttpLimits.max_attachment_bytes)",
+                status=413,
+                code="file_too_large",
+            )
     return Attachment(filename=part.filename or "file", media_type=media_type, data=data)
 
 

@@ -111,3 +111,30 @@ def check_message_length(text: str, limit: int) -> str:
             code="message_too_large",
         )
     return text
+
+
+def decode_base64(payload: str, where: str, max_bytes: int) -> bytes:
+    """The bytes of a base64 attachment at ``where`` (a JSON path, for messages): a 413 when
+    they are over ``max_bytes`` (refused before decoding what cannot fit), a 422 when it is not
+    base64."""
+    import base64
+    import binascii
+
+    from pai.http._errors import BadRequestError
+
+    too_large = BadRequestError(
+        f"{where} is larger than {max_bytes:,} bytes (HttpLimits.max_attachment_bytes)",
+        status=413,
+        code="file_too_large",
+    )
+    if len(payload) > (max_bytes * 4) // 3 + 4:  # base64 is 4/3 of the bytes
+        raise too_large
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise BadRequestError(
+            f"{where} is not valid base64", status=422, code="invalid_input"
+        ) from None
+    if len(data) > max_bytes:
+        raise too_large
+    return data
