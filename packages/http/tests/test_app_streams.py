@@ -506,3 +506,21 @@ def test_agui_binary_parts_are_attachments_and_urls_are_refused(
     invalid = httpx.post(f"{server.url}/agents/coder/ag-ui", json=body, headers=ACME)
     assert invalid.status_code == 422
     assert "content[1].source.value is not valid base64" in invalid.json()["error"]["message"]
+
+
+def test_a_run_whose_events_pass_max_run_bytes_is_stopped(
+    make_server: Callable[..., Served],
+) -> None:
+    # The slow model streams 200 small pieces: far more than 2,000 bytes of events.
+    server = make_server(HttpLimits(max_run_bytes=2000))
+    with httpx.stream(
+        "POST",
+        f"{server.url}/agents/coder/ag-ui",
+        json=agui_body("t-big", "slow"),
+        headers=ACME,
+        timeout=30,
+    ) as response:
+        events = [json.loads(d) for _, d in sse(response)]
+    assert events[-1]["type"] == "RUN_ERROR"
+    assert "max_run_bytes" in events[-1]["message"]
+    assert len(events) < 60

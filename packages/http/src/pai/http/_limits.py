@@ -19,7 +19,9 @@ class HttpLimits:
     - ``reattach_grace``: seconds a run goes on with no client reading it before it is
       cancelled (0 cancels it as soon as its last client disconnects);
     - ``retain_finished``: seconds a finished run's events stay readable for a client that
-      resumes (``Last-Event-ID``); ``max_kept_runs`` bounds how many runs are kept;
+      resumes (``Last-Event-ID``); ``max_kept_runs`` bounds how many runs are kept, and
+      ``max_run_bytes`` the events one run may keep (a run past it is cancelled: a model
+      server that streams without end cannot fill the server's memory);
     - ``keepalive``: seconds between SSE comment lines on a quiet stream (proxies close
       connections that stay silent).
     """
@@ -31,6 +33,7 @@ class HttpLimits:
     reattach_grace: float = 5.0
     retain_finished: float = 300.0
     max_kept_runs: int = 1000
+    max_run_bytes: int = 32 * 1024 * 1024
     keepalive: float = 15.0
 
     def __post_init__(self) -> None:

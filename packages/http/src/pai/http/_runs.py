@@ -73,9 +73,17 @@ class LiveRun:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancel_reason: str = ""
     unread_since: float | None = None
+    size: int = 0
+    max_bytes: int = 32 * 1024 * 1024
 
     def publish(self, frames: list[str]) -> None:
         if frames:
+            self.size += sum(len(frame) for frame in frames)
+            if self.size > self.max_bytes and not self.finished:
+                self.cancel(
+                    f"the run's events passed {self.max_bytes:,} bytes "
+                    "(HttpLimits.max_run_bytes); it was stopped"
+                )
             self.frames.extend(frames)
             changed, self.changed = self.changed, anyio.Event()
             changed.set()
@@ -153,6 +161,7 @@ class LiveRuns:
             agent=agent,
             scope_key=scope_key,
             protocol=protocol,
+            max_bytes=self._limits.max_run_bytes,
         )
         self._forget_old()
         self._runs[run.run_id] = run
