@@ -57,16 +57,19 @@ def chat_body(thread_id: str, text: str) -> dict[str, Any]:
     }
 
 
+def run_stream(
+    server: Served, route: str, body: dict[str, Any], headers: dict[str, str] = ACME
+) -> Any:
+    """A streamed run request to the test app's ``coder`` agent (use it in a ``with``)."""
+    return httpx.stream(
+        "POST", f"{server.url}/agents/coder/{route}", json=body, headers=headers, timeout=30
+    )
+
+
 def agui_events(
     server: Served, thread_id: str, text: str, headers: dict[str, str] = ACME
 ) -> list[dict[str, Any]]:
-    with httpx.stream(
-        "POST",
-        f"{server.url}/agents/coder/ag-ui",
-        json=agui_body(thread_id, text),
-        headers=headers,
-        timeout=30,
-    ) as response:
+    with run_stream(server, "ag-ui", agui_body(thread_id, text), headers=headers) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
         return [json.loads(data) for _, data in sse(response)]
@@ -100,13 +103,7 @@ def test_an_agui_run_with_a_tool_call_streams_its_events_in_order(server: Served
 
 
 def test_a_chat_run_speaks_the_ui_message_stream(server: Served) -> None:
-    with httpx.stream(
-        "POST",
-        f"{server.url}/agents/coder/chat",
-        json=chat_body("t-chat", "run it"),
-        headers=ACME,
-        timeout=30,
-    ) as response:
+    with run_stream(server, "chat", chat_body("t-chat", "run it")) as response:
         assert response.status_code == 200
         assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
         frames = [data for _, data in sse(response)]
@@ -140,13 +137,7 @@ def test_a_chat_run_speaks_the_ui_message_stream(server: Served) -> None:
 def test_event_ids_count_from_one_and_a_client_resumes_after_the_last_it_saw(
     server: Served,
 ) -> None:
-    with httpx.stream(
-        "POST",
-        f"{server.url}/agents/coder/chat",
-        json=chat_body("t-resume", "run it"),
-        headers=ACME,
-        timeout=30,
-    ) as response:
+    with run_stream(server, "chat", chat_body("t-resume", "run it")) as response:
         run_id = response.headers["x-pai-run-id"]
         everything = list(sse(response))
     assert [i for i, _ in everything] == list(range(1, len(everything) + 1))
@@ -164,13 +155,7 @@ def test_event_ids_count_from_one_and_a_client_resumes_after_the_last_it_saw(
 def test_a_dropped_client_cancels_the_run_after_the_grace_and_stores_nothing_partial(
     server: Served,
 ) -> None:
-    with httpx.stream(
-        "POST",
-        f"{server.url}/agents/coder/ag-ui",
-        json=agui_body("t-drop", "slow please"),
-        headers=ACME,
-        timeout=30,
-    ) as response:
+    with run_stream(server, "ag-ui", agui_body("t-drop", "slow please")) as response:
         run_id = response.headers["x-pai-run-id"]
         for _, data in sse(response):
             if json.loads(data)["type"] == "TEXT_MESSAGE_CONTENT":
@@ -201,13 +186,7 @@ def test_a_dropped_client_cancels_the_run_after_the_grace_and_stores_nothing_par
 
 
 def test_a_second_run_on_a_busy_thread_is_refused_naming_the_running_one(server: Served) -> None:
-    with httpx.stream(
-        "POST",
-        f"{server.url}/agents/coder/ag-ui",
-        json=agui_body("t-busy", "slow please"),
-        headers=ACME,
-        timeout=30,
-    ) as first:
+    with run_stream(server, "ag-ui", agui_body("t-busy", "slow please")) as first:
         run_id = first.headers["x-pai-run-id"]
         second = httpx.post(
             f"{server.url}/agents/coder/ag-ui", json=agui_body("t-busy", "run it"), headers=ACME
@@ -231,12 +210,7 @@ def test_a_failing_model_ends_the_stream_with_a_clear_error_and_no_traceback(
     assert "upstream overloaded" in message
     assert "Traceback" not in message
     assert 'File "' not in message
-    with httpx.stream(
-        "POST",
-        f"{server.url}/agents/coder/chat",
-        json=chat_body("t-fail2", "fail now"),
-        headers=ACME,
-    ) as response:
+    with run_stream(server, "chat", chat_body("t-fail2", "fail now")) as response:
         frames = [d for _, d in sse(response)]
     assert frames[-1] == "[DONE]"
     assert json.loads(frames[-2]) == {"type": "error", "errorText": message}
@@ -289,13 +263,7 @@ def test_limits_answer_413_and_429(make_server: Callable[..., Served]) -> None:
     )
     assert long.status_code == 413
     assert "max_message_chars" in long.json()["error"]["message"]
-    with httpx.stream(
-        "POST",
-        f"{server.url}/agents/coder/ag-ui",
-        json=agui_body("t-a", "slow"),
-        headers=ACME,
-        timeout=30,
-    ) as first:
+    with run_stream(server, "ag-ui", agui_body("t-a", "slow")) as first:
         assert first.status_code == 200
         second = httpx.post(
             f"{server.url}/agents/coder/ag-ui", json=agui_body("t-b", "run it"), headers=ACME
@@ -513,13 +481,7 @@ def test_a_run_whose_events_pass_max_run_bytes_is_stopped(
 ) -> None:
     # The slow model streams 200 small pieces: far more than 2,000 bytes of events.
     server = make_server(HttpLimits(max_run_bytes=2000))
-    with httpx.stream(
-        "POST",
-        f"{server.url}/agents/coder/ag-ui",
-        json=agui_body("t-big", "slow"),
-        headers=ACME,
-        timeout=30,
-    ) as response:
+    with run_stream(server, "ag-ui", agui_body("t-big", "slow")) as response:
         events = [json.loads(d) for _, d in sse(response)]
     assert events[-1]["type"] == "RUN_ERROR"
     assert "max_run_bytes" in events[-1]["message"]
