@@ -4,8 +4,9 @@ Two levels:
 
 * :func:`check_static`: what can be checked from the configuration and the installed packages
   alone, importing no user code and opening no connection: the tables, the capability ids, the
-  tables plugins read themselves (the ``pai_check_config`` hook), the storage URL, the options of every configured capability, and ``[model]`` (its provider and
-  options; the model is not built, so commands that use none run without an API key). Every
+  tables plugins read themselves (the ``pai_check_config`` hook), the storage URL, the options
+  of every configured capability, and ``[model]`` (its provider and options; the model is not
+  built, so commands that use none run without an API key). Every
   command that reads configuration runs it (through :func:`pai.core.cli.load_checked_config`),
   so a misspelt table stops the command instead of letting it run on a default. It builds the
   storage and every configured capability's binding (so their providers, which may import an
