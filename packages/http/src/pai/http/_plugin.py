@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from pai.core import PaiConfig, hookimpl
+from pai.core import hookimpl
+
+if TYPE_CHECKING:
+    from pai.core import PaiConfig
 
 
 @hookimpl
