@@ -62,6 +62,31 @@ def test_an_unknown_serve_key_is_named_with_a_suggestion(tmp_path: Path) -> None
     assert "did you mean 'port'" in output
 
 
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        ("[servre]\nport = 9000\n", "did you mean 'serve'"),
+        ("[capabilities.sandbx]\nprovider = 'docker'\n", "did you mean 'sandbox'"),
+        ("[capabilities.sandbox]\nprovider = 'dockr'\n", "did you mean 'docker'"),
+        (
+            "[capabilities.sandbox]\nprovider = 'docker'\n[capabilities.sandbox.docker]\nimgae = 'x'\n",
+            "did you mean 'image'",
+        ),
+    ],
+)
+def test_pai_serve_stops_on_a_misspelt_configuration(
+    tmp_path: Path, toml: str, expected: str
+) -> None:
+    # pai serve reads configuration as every command does: a misspelling is an error naming the
+    # file, not a server started on defaults.
+    (tmp_path / "pai.toml").write_text(toml)
+    (tmp_path / "serve_app.py").write_text((TESTS / "serve_app.py").read_text())
+    code, output = invoke("serve_app:pai", cwd=tmp_path)
+    assert code != 0
+    assert expected in output
+    assert "pai.toml" in output
+
+
 def _port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

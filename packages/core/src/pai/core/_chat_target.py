@@ -76,6 +76,10 @@ class TargetSpec:
     target: str
     configured_in: str | None = None
     folder: Path | None = None
+    command: str = "pai chat"
+    """The command that takes the target, for messages (``pai serve`` names an app)."""
+    example: str = "`pai chat myapp.agents:coder` for the agent `coder` defined in myapp/agents.py"
+    """How to write a target, for messages."""
 
     @property
     def subject(self) -> str:
@@ -168,11 +172,10 @@ def import_target(spec: TargetSpec) -> object:
         raise ChatTargetError(
             f"{subject} is not '<module>:<attribute>'; write, e.g., "
             + (
-                "`pai chat myapp.agents:coder`"
+                spec.example
                 if spec.configured_in is None
-                else 'agent = "myapp.agents:coder"'
+                else 'agent = "myapp.agents:coder" for the agent `coder` defined in myapp/agents.py'
             )
-            + " for the agent `coder` defined in myapp/agents.py"
         )
     folder = spec.folder
     for path in (Path.cwd(), folder):
@@ -189,8 +192,8 @@ def import_target(spec: TargetSpec) -> object:
             )
             raise ChatTargetError(
                 f"{subject}: there is no module {module_name!r} (looked in {looked} and the "
-                "installed packages); run pai chat from your project's folder, install your "
-                "package, or fix the module name"
+                f"installed packages); run {spec.command} from your project's folder, install "
+                "your package, or fix the module name"
             ) from error
         raise _import_failed(subject, module_name, error) from error
     except Exception as error:  # the user's module raised while importing

@@ -335,6 +335,21 @@ def load_checked_config() -> PaiConfig:
     return config
 
 
+def import_target(target: str, *, command: str, example: str) -> object:
+    """The object ``"module:attribute"`` names, imported as ``pai chat`` imports its target (the
+    working directory is importable): for plugins' commands that take a target too.
+
+    A mistake is a :class:`~pai.core.UserError` naming the module or attribute (with the closest
+    name) and how to write a target: ``command`` is the command (``"pai serve"``), ``example``
+    a target written out (``"`pai serve myapp.server:pai` for the app `pai` in
+    myapp/server.py"``).
+    """
+    from pai.core._chat_target import TargetSpec
+    from pai.core._chat_target import import_target as imported
+
+    return imported(TargetSpec(target, command=command, example=example))
+
+
 @click.command("config")
 @click.option(
     "--check",
@@ -683,6 +698,7 @@ __all__ = [
     "echo_table",
     "fail",
     "generate_group",
+    "import_target",
     "json_option",
     "load_checked_config",
     "main",

@@ -12,17 +12,16 @@ environment (``--workers`` and ``--reload`` need an import string, not an app ob
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import ipaddress
 import json
 import os
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import click
+
+from pai.core import UserError
 
 SERVE_KEYS = ("host", "port", "workers", "auth", "cors_origins", "chat_page", "target")
 """The keys of the ``[serve]`` table."""
@@ -31,8 +30,11 @@ _ENV = "PAI_HTTP_SERVE_SETTINGS"
 LOCAL_IDENTITY = "local"
 
 
-class ServeError(click.ClickException):
+class ServeError(UserError):
     """A setting of ``pai serve`` is wrong: the message says which, where, and what to write."""
+
+
+_EXAMPLE = "`pai serve myapp.server:pai` for the create_pai(...) app `pai` in myapp/server.py"
 
 
 def _did_you_mean(value: str, choices: tuple[str, ...]) -> str:
@@ -51,7 +53,8 @@ def serve_settings(config: Any) -> dict[str, Any]:
         return {}
     if not isinstance(table, Mapping):
         raise ConfigError(
-            f"serve = {table!r} is not a table; write [serve] with host = ..., port = ..."
+            f"serve = {table!r} ({config.origin('serve')}) is not a table; write [serve] with "
+            "target = ..., port = ..."
         )
     section: Mapping[str, Any] = table  # pyright: ignore[reportUnknownVariableType]
     for key in sorted(section):
@@ -80,34 +83,10 @@ def serve_settings(config: Any) -> dict[str, Any]:
     return dict(section)
 
 
-def _import(target: str, what: str) -> object:
-    module_name, colon, attribute = target.partition(":")
-    if not colon or not module_name or not attribute:
-        raise ServeError(f"{what} {target!r} is not MODULE:ATTR, e.g. myapp.server:pai")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name is not None and module_name.startswith(error.name):
-            raise ServeError(
-                f"{what} {target!r}: there is no module {module_name!r}; run pai serve from your "
-                "project's folder, or install your package"
-            ) from None
-        raise ServeError(f"{what} {target!r}: importing {module_name!r} failed: {error}") from None
-    except Exception as error:
-        raise ServeError(
-            f"{what} {target!r}: importing {module_name!r} failed with {type(error).__name__}: "
-            f"{error} (`python -c 'import {module_name}'` shows the traceback)"
-        ) from None
-    found = getattr(module, attribute, None)
-    if found is None:
-        names = tuple(name for name in vars(module) if not name.startswith("_"))
-        raise ServeError(
-            f"{what} {target!r}: module {module_name!r} has no attribute {attribute!r}; "
-            f"{_did_you_mean(attribute, names)}".rstrip("; ")
-        )
-    return found
+def _import(target: str) -> object:
+    from pai.core.cli import import_target
+
+    return import_target(target, command="pai serve", example=_EXAMPLE)
 
 
 async def load_app(target: str) -> Any:
@@ -115,7 +94,7 @@ async def load_app(target: str) -> Any:
     no arguments) returning one."""
     from pai.core import Pai
 
-    found = _import(target, "target")
+    found = _import(target)
     if isinstance(found, Pai):
         return found
     if callable(found) and not isinstance(found, type):
@@ -188,7 +167,7 @@ def app_factory() -> Any:
         pai = await load_app(settings["target"])
         authenticate: Any = local
         if settings.get("auth"):
-            authenticate = _import(settings["auth"], "auth")
+            authenticate = _import(settings["auth"])
             if not callable(authenticate):
                 raise ServeError(f"auth {settings['auth']!r} is not a function")
         inner = create_asgi_app(
@@ -236,12 +215,9 @@ def serve_command(
     TARGET is MODULE:ATTR naming the app (or a function returning it), as for `pai chat`; else
     [serve] target in pai.toml.
     """
-    from pai.core import load_config
+    from pai.core.cli import load_checked_config
 
-    try:
-        configured = serve_settings(load_config())
-    except Exception as error:
-        raise ServeError(str(error)) from None
+    configured = serve_settings(load_checked_config())
     target = target or configured.get("target")
     if not target:
         raise ServeError(
@@ -256,9 +232,9 @@ def serve_command(
         raise ServeError(f"port {listen} is not a TCP port (1 to 65535)")
     if processes < 1:
         raise ServeError(f"workers = {processes} must be 1 or more")
-    _import(target, "target")  # a wrong target is this command's error, not a worker's
+    _import(target)  # a wrong target is this command's error, not a worker's
     if auth:
-        _import(auth, "auth")
+        _import(auth)
     if processes > 1:
         _check_shared_storage(target)
     if not _is_loopback(bind) and not auth and not insecure_no_auth:
