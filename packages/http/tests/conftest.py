@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,18 +14,14 @@ from pai.http import HttpLimits
 
 @pytest.fixture
 def make_server() -> Iterator[Callable[..., Served]]:
-    stops: list[Iterator[str]] = []
+    """Start a server on the test app (``build_app``'s options); all stop after the test."""
+    with contextlib.ExitStack() as servers:
 
-    def make(limits: HttpLimits | None = None, **options: Any) -> Served:
-        pai, app = build_app(limits, **options)
-        running = serve(app)
-        url = next(running)
-        stops.append(running)
-        return Served(url, pai)
+        def make(limits: HttpLimits | None = None, **options: Any) -> Served:
+            pai, app = build_app(limits, **options)
+            return Served(servers.enter_context(serve(app)), pai)
 
-    yield make
-    for running in stops:
-        next(running, None)
+        yield make
 
 
 @pytest.fixture

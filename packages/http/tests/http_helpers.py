@@ -8,6 +8,7 @@ fails the model call; anything else calls the tool ``runScript`` once, then answ
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -127,7 +128,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 in a thread; its base URL while the block runs."""
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")

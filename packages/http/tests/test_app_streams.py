@@ -368,15 +368,11 @@ def test_an_error_inside_authenticate_is_a_500_without_its_text(
     def broken(request: Any) -> str:
         raise RuntimeError("secret database password in /etc/app.conf")
 
-    running = serve(create_asgi_app(pai, authenticate=broken))
-    url = next(running)
-    try:
+    with serve(create_asgi_app(pai, authenticate=broken)) as url:
         answer = httpx.get(f"{url}/threads")
-        assert answer.status_code == 500
-        assert "secret" not in answer.text
-        assert "/etc" not in answer.text
-    finally:
-        next(running, None)
+    assert answer.status_code == 500
+    assert "secret" not in answer.text
+    assert "/etc" not in answer.text
 
 
 @pytest.mark.parametrize("origins", ["https://a.example", ["*"]])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -18,14 +19,10 @@ from pai.core.cli import create_cli
 TESTS = Path(__file__).parent
 
 
-def invoke(*args: str, cwd: Path = TESTS) -> tuple[int, str]:
-    runner = CliRunner()
-    old = Path.cwd()
-    os.chdir(cwd)
-    try:
-        result = runner.invoke(create_cli(), ["serve", *args])
-    finally:
-        os.chdir(old)
+def invoke(*args: str, cwd: Path = TESTS, command: str = "serve") -> tuple[int, str]:
+    """``pai COMMAND ARGS`` run in ``cwd``: its exit code and output."""
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(create_cli(), [command, *args])
     return result.exit_code, result.output
 
 
@@ -69,8 +66,9 @@ def test_an_unknown_serve_key_is_named_with_a_suggestion(tmp_path: Path) -> None
         ("[capabilities.sandbx]\nprovider = 'docker'\n", "did you mean 'sandbox'"),
         ("[capabilities.sandbox]\nprovider = 'dockr'\n", "did you mean 'docker'"),
         (
-            "[capabilities.sandbox]\nprovider = 'docker'\n[capabilities.sandbox.docker]\nimgae = 'x'\n",
-            "did you mean 'image'",
+            "[capabilities.sandbox]\nprovider = 'inmemory'\n"
+            "[capabilities.sandbox.inmemory]\nmax_wrokers = 2\n",
+            "did you mean 'max_workers'",
         ),
     ],
 )
@@ -157,14 +155,8 @@ def test_loopback_addresses_need_no_auth(host: str) -> None:
 
 def test_pai_config_check_names_a_wrong_serve_key_and_its_file(tmp_path: Path) -> None:
     (tmp_path / "pai.toml").write_text('[serve]\nport = "eighty"\n')
-    runner = CliRunner()
-    old = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        result = runner.invoke(create_cli(), ["config", "--check"])
-    finally:
-        os.chdir(old)
-    assert result.exit_code != 0
-    assert "serve.port = 'eighty'" in result.output
-    assert "pai.toml" in result.output
-    assert "must be int" in result.output
+    code, output = invoke("--check", cwd=tmp_path, command="config")
+    assert code != 0
+    assert "serve.port = 'eighty'" in output
+    assert "pai.toml" in output
+    assert "must be int" in output

@@ -8,6 +8,7 @@ has no place for a nested run's messages); the delegating tool call's result is.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from typing import Any, cast
@@ -270,8 +271,6 @@ class AguiEncoder:
 
 
 def _arguments_json(arguments: object) -> str:
-    import json
-
     if isinstance(arguments, str):
         return arguments
     return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)

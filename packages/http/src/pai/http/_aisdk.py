@@ -14,6 +14,7 @@ import json
 import uuid
 from collections.abc import Mapping
 from typing import Any, Literal
+from urllib.parse import unquote_to_bytes
 
 import pydantic
 
@@ -125,7 +126,7 @@ def _attachment(part: _Part, where: str, max_bytes: int) -> Attachment:
     if header.endswith(";base64"):
         data = decode_base64(payload, f"{where}.url", max_bytes)
     else:
-        data = payload.encode()
+        data = unquote_to_bytes(payload)  # a data: URL without ;base64 is percent-encoded
         if len(data) > max_bytes:
             raise BadRequestError(
                 f"{where} is larger than {max_bytes:,} bytes (HttpLimits.max_attachment_bytes)",

@@ -22,6 +22,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -39,6 +40,7 @@ from pai.core import (
     Pai,
     PaiError,
     ThreadExistsError,
+    ThreadHandle,
     ThreadNotFoundError,
     ThreadRecord,
     UnknownAgentError,
@@ -177,6 +179,19 @@ def _not_found(thread_id: str) -> HttpError:
     return HttpError(404, "thread_not_found", f"no thread {thread_id[:200]!r} of yours")
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A caller's thread: its agent, its record, and the caller's admin client of that agent."""
+
+    agent: str
+    record: ThreadRecord
+    admin: AdminClient
+
+    @property
+    def handle(self) -> ThreadHandle:
+        return self.admin.thread(self.record.id)
+
+
 class _Server:
     def __init__(
         self,
@@ -238,23 +253,31 @@ class _Server:
             )
         return agent
 
-    async def caller_thread(self, identity: object, thread_id: str) -> tuple[str, ThreadRecord]:
-        """The agent and record of the caller's top-level thread ``thread_id``; 404 else."""
+    async def find_thread(self, identity: object, thread_id: str) -> _Found | None:
+        """The caller's top-level thread ``thread_id``; ``None`` when no thread has that id; a 404
+        when one has and it is not the caller's (another scope's, another app's agent, or
+        delegated): the same answer as an unknown id.
+
+        One storage read, to learn the thread's agent; the runtime checks again on every
+        operation through the handle."""
         if not _THREAD_ID.fullmatch(thread_id):
             raise _not_found(thread_id)
-        for agent in self.pai.agent_ids:
-            try:
-                record = (
-                    await self.pai.runtime(agent)
-                    .admin(identity=identity)
-                    .thread(thread_id)
-                    .record()
-                )
-            except ThreadNotFoundError:
-                continue
-            if record.parent_thread_id is None and record.agent_name == agent:
-                return agent, record
-        raise _not_found(thread_id)
+        record = await self.pai.storage.get_thread(thread_id)
+        if record is None:
+            return None
+        if record.agent_name not in self.pai.agent_ids or record.parent_thread_id is not None:
+            raise _not_found(thread_id)
+        admin = self.pai.runtime(record.agent_name).admin(identity=identity)
+        if admin.scope_key != record.scope_key:  # the rule the runtime applies (Threads.get)
+            raise _not_found(thread_id)
+        return _Found(record.agent_name, record, admin)
+
+    async def caller_thread(self, identity: object, thread_id: str) -> _Found:
+        """The caller's top-level thread ``thread_id``; a 404 when there is none."""
+        found = await self.find_thread(identity, thread_id)
+        if found is None:
+            raise _not_found(thread_id)
+        return found
 
     async def body(self, request: Request) -> bytes:
         limit = self.limits.max_body_bytes
@@ -351,17 +374,19 @@ class _Server:
     async def ensure_thread(
         self, admin: AdminClient, agent: str, identity: object, thread_id: str
     ) -> None:
-        try:
-            found_agent, _ = await self.caller_thread(identity, thread_id)
-        except HttpError:
-            try:
-                await admin.create_thread(thread_id=thread_id)
-            except ThreadExistsError:
-                # Another scope's thread, or a delegated one: the same answer as an unknown id.
-                raise _not_found(thread_id) from None
+        """Create the thread a run names, in the caller's scope, unless it exists already."""
+        found = await self.find_thread(identity, thread_id)
+        if found is not None:
+            if found.agent != agent:
+                raise _not_found(thread_id)
             return
-        if found_agent != agent:
-            raise _not_found(thread_id)
+        try:
+            await admin.create_thread(thread_id=thread_id)
+        except ThreadExistsError:
+            # Made meanwhile by another request: whoever's it is, run through the checks again.
+            found = await self.caller_thread(identity, thread_id)
+            if found.agent != agent:
+                raise _not_found(thread_id) from None
 
     def sse(self, run: LiveRun, *, after: int) -> StreamingResponse:
         keepalive = self.limits.keepalive
@@ -386,11 +411,10 @@ class _Server:
         identity = await self.identity(request)
         agent = self.agent(request)
         thread_id = str(request.path_params["thread_id"])
-        found, _ = await self.caller_thread(identity, thread_id)
-        if found != agent:
+        found = await self.caller_thread(identity, thread_id)
+        if found.agent != agent:
             raise _not_found(thread_id)
-        scope_key = self.pai.runtime(agent).admin(identity=identity).scope_key
-        run = self.runs.live(thread_id, scope_key=scope_key)
+        run = self.runs.live(thread_id, scope_key=found.admin.scope_key)
         if run is None or run.protocol is not AI_SDK:
             return Response(status_code=204)
         return self.sse(run, after=_last_event_id(request))
@@ -407,10 +431,9 @@ class _Server:
     async def caller_run(self, request: Request) -> LiveRun:
         identity = await self.identity(request)
         thread_id = str(request.path_params["thread_id"])
-        agent, _ = await self.caller_thread(identity, thread_id)
-        scope_key = self.pai.runtime(agent).admin(identity=identity).scope_key
+        found = await self.caller_thread(identity, thread_id)
         run = self.runs.get(
-            str(request.path_params["run_id"]), thread_id=thread_id, scope_key=scope_key
+            str(request.path_params["run_id"]), thread_id=thread_id, scope_key=found.admin.scope_key
         )
         if run is None:
             raise HttpError(
@@ -425,13 +448,19 @@ class _Server:
 
     async def list_threads(self, request: Request) -> Response:
         identity = await self.identity(request)
-        found: dict[str, dict[str, Any]] = {}
-        for agent in self.pai.agent_ids:
-            admin = self.pai.runtime(agent).admin(identity=identity)
-            for record in await admin.list_threads():
-                if record.agent_name == agent and record.parent_thread_id is None:
-                    found.setdefault(record.id, self.describe(record, admin.scope_key))
-        threads = sorted(found.values(), key=lambda t: (t["created_at"], t["id"]))
+        # One listing per scope key (one in all, unless the app's runtimes derive different
+        # scope keys), holding the threads of every agent of it.
+        admins = {
+            admin.scope_key: admin
+            for admin in (self.pai.runtime(a).admin(identity=identity) for a in self.pai.agent_ids)
+        }
+        threads = [
+            self.describe(record, scope_key)
+            for scope_key, admin in admins.items()
+            for record in await admin.list_threads()
+            if record.agent_name in self.pai.agent_ids
+        ]
+        threads.sort(key=lambda t: (t["created_at"], t["id"]))
         return JSONResponse({"threads": threads})
 
     def describe(self, record: ThreadRecord, scope_key: str) -> dict[str, Any]:
@@ -445,15 +474,13 @@ class _Server:
 
     async def get_thread(self, request: Request) -> Response:
         identity = await self.identity(request)
-        agent, record = await self.caller_thread(identity, str(request.path_params["thread_id"]))
-        scope_key = self.pai.runtime(agent).admin(identity=identity).scope_key
-        return JSONResponse(self.describe(record, scope_key))
+        found = await self.caller_thread(identity, str(request.path_params["thread_id"]))
+        return JSONResponse(self.describe(found.record, found.admin.scope_key))
 
     async def messages(self, request: Request) -> Response:
         identity = await self.identity(request)
         thread_id = str(request.path_params["thread_id"])
-        agent, _ = await self.caller_thread(identity, thread_id)
-        handle = self.pai.runtime(agent).admin(identity=identity).thread(thread_id)
+        handle = (await self.caller_thread(identity, thread_id)).handle
         encoded = [encode_message(message) for message in await handle.messages()]
         body = (
             b'{"messages":['
@@ -465,8 +492,7 @@ class _Server:
     async def delete_thread(self, request: Request) -> Response:
         identity = await self.identity(request)
         thread_id = str(request.path_params["thread_id"])
-        agent, _ = await self.caller_thread(identity, thread_id)
-        handle = self.pai.runtime(agent).admin(identity=identity).thread(thread_id)
+        handle = (await self.caller_thread(identity, thread_id)).handle
         # Shielded: a client that disconnects mid-delete does not leave instances behind.
         with anyio.CancelScope(shield=True):
             await handle.delete()
@@ -476,7 +502,8 @@ class _Server:
         identity = await self.identity(request)
         thread_id = str(request.path_params["thread_id"])
         name = str(request.path_params["name"])
-        agent, _ = await self.caller_thread(identity, thread_id)
+        found = await self.caller_thread(identity, thread_id)
+        agent = found.agent
         allowed = self.commands.get(agent, frozenset())
         if name not in allowed:
             raise HttpError(
@@ -492,9 +519,8 @@ class _Server:
             raise BadRequestError(
                 "the body is not JSON", status=422, code="invalid_input"
             ) from None
-        handle = self.pai.runtime(agent).admin(identity=identity).thread(thread_id)
         try:
-            result = await handle.run_command(name, payload)
+            result = await found.handle.run_command(name, payload)
         except (CommandInputError, UnknownCommandError) as error:
             raise BadRequestError(safe_text(error), status=422, code="invalid_input") from None
         except (ThreadNotFoundError, UnknownAgentError):

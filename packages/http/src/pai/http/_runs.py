@@ -56,6 +56,15 @@ def safe_text(error: BaseException) -> str:
     return "the run failed with an internal error; the server's log has the details"
 
 
+def _error_code(error: PaiError) -> str:
+    """The error code a client sees for a run that failed with ``error``."""
+    if isinstance(error, ThreadBusyError):
+        return "thread_busy"
+    if isinstance(error, ThreadDeletedError):
+        return "thread_deleted"
+    return type(error).__name__
+
+
 @dataclass(eq=False)
 class LiveRun:
     """One run and its frames."""
@@ -85,8 +94,12 @@ class LiveRun:
                     "(HttpLimits.max_run_bytes); it was stopped"
                 )
             self.frames.extend(frames)
-            changed, self.changed = self.changed, anyio.Event()
-            changed.set()
+            self.wake()
+
+    def wake(self) -> None:
+        """Wake every reader waiting for a change (new frames, or the end)."""
+        changed, self.changed = self.changed, anyio.Event()
+        changed.set()
 
     def cancel(self, reason: str) -> None:
         if not self.finished and not self.cancel_reason:
@@ -192,12 +205,8 @@ class LiveRuns:
                 run.publish(
                     encoder.error(run.cancel_reason or "the run was cancelled", code="cancelled")
                 )
-        except ThreadBusyError as error:
-            run.publish(encoder.error(safe_text(error), code="thread_busy"))
-        except ThreadDeletedError as error:
-            run.publish(encoder.error(safe_text(error), code="thread_deleted"))
         except PaiError as error:
-            run.publish(encoder.error(safe_text(error), code=type(error).__name__))
+            run.publish(encoder.error(safe_text(error), code=_error_code(error)))
         except Exception as error:
             _log.exception("run %s in thread %r failed", run.run_id, run.thread_id)
             run.publish(encoder.error(safe_text(error), code="internal_error"))
@@ -209,9 +218,7 @@ class LiveRuns:
             self._per_scope[run.scope_key] -= 1
             if self._per_scope[run.scope_key] <= 0:
                 del self._per_scope[run.scope_key]
-            run.publish([])  # wake readers even when nothing was added
-            changed, run.changed = run.changed, anyio.Event()
-            changed.set()
+            run.wake()  # readers waiting for more learn the run has ended
 
     async def frames(
         self, run: LiveRun, *, after: int, keepalive: float

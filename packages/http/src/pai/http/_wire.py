@@ -8,6 +8,8 @@ the ``id:`` field (the frame's position in the run, from 1) so a client can resu
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -15,6 +17,7 @@ from typing import Protocol
 import pydantic
 
 from pai.core import RunEvent, RunResult
+from pai.http._errors import BadRequestError
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +104,6 @@ def validation_problem(error: pydantic.ValidationError, *, most: int = 3) -> str
 
 def check_message_length(text: str, limit: int) -> str:
     """``text``, or a 413 when it is longer than ``limit`` characters."""
-    from pai.http._errors import BadRequestError
-
     if len(text) > limit:
         raise BadRequestError(
             f"the message is {len(text):,} characters; at most {limit:,} are accepted "
@@ -117,11 +118,6 @@ def decode_base64(payload: str, where: str, max_bytes: int) -> bytes:
     """The bytes of a base64 attachment at ``where`` (a JSON path, for messages): a 413 when
     they are over ``max_bytes`` (refused before decoding what cannot fit), a 422 when it is not
     base64."""
-    import base64
-    import binascii
-
-    from pai.http._errors import BadRequestError
-
     too_large = BadRequestError(
         f"{where} is larger than {max_bytes:,} bytes (HttpLimits.max_attachment_bytes)",
         status=413,
