@@ -39,7 +39,8 @@ from pai.core import (
 from pai.core.testing import FunctionModel
 from pai.http import HttpLimits, Unauthenticated, create_asgi_app
 
-TOKENS = {"token-acme": "acme", "token-globex": "globex"}
+# An identity is "scope" or "scope/user": the scope key is its first part, the user key all of it.
+TOKENS = {"token-acme": "acme", "token-globex": "globex", "token-acme-bob": "acme/bob"}
 
 
 class Command(BaseModel):
@@ -100,8 +101,9 @@ def build_app(limits: HttpLimits | None = None, **options: Any) -> Any:
     other = define_agent(name="helper", model=FunctionModel(stream_fn=_stream))
     pai = create_pai(
         agents={"coder": {"agent": agent}, "helper": {"agent": other}},
-        scope_key=lambda identity: identity,
-        storage=InMemoryStorage(),
+        scope_key=lambda identity: identity.split("/")[0],
+        user_key=lambda identity: identity,
+        storage=options.pop("storage", None) or InMemoryStorage(),
     )
 
     def authenticate(request: Any) -> str:
@@ -151,6 +153,7 @@ def serve(app: Any) -> Iterator[str]:
 
 ACME = {"Authorization": "Bearer token-acme"}
 GLOBEX = {"Authorization": "Bearer token-globex"}
+ACME_BOB = {"Authorization": "Bearer token-acme-bob"}
 
 
 AGUI_TOOL_RUN = [

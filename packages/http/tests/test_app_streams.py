@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from ag_ui.core import BaseEvent
-from http_helpers import ACME, AGUI_TOOL_RUN, GLOBEX, Served
+from http_helpers import ACME, ACME_BOB, AGUI_TOOL_RUN, GLOBEX, Served
 from pydantic import TypeAdapter
 
 from pai.http import HttpLimits
@@ -274,6 +274,11 @@ def test_limits_answer_413_and_429(make_server: Callable[..., Served]) -> None:
             f"{server.url}/agents/coder/ag-ui", json=agui_body("t-c", "run it"), headers=GLOBEX
         )
         assert other_scope.status_code == 200
+        # The limit counts each caller's runs: another user of the same scope has their own.
+        same_scope_other_user = httpx.post(
+            f"{server.url}/agents/coder/ag-ui", json=agui_body("t-d", "run it"), headers=ACME_BOB
+        )
+        assert same_scope_other_user.status_code == 200
 
 
 def test_malformed_bodies_name_the_problem(server: Served) -> None:

@@ -134,6 +134,13 @@ if TYPE_CHECKING:
     from pai.core._plugins import hookspec as hookspec
     from pai.core._plugins import reset_plugins as reset_plugins
     from pai.core._probes import Probe as Probe
+    from pai.core._realtime import InMemoryRunChannel as InMemoryRunChannel
+    from pai.core._realtime import ProvidesRunChannel as ProvidesRunChannel
+    from pai.core._realtime import RunChannel as RunChannel
+    from pai.core._realtime import RunFrames as RunFrames
+    from pai.core._realtime import RunInfo as RunInfo
+    from pai.core._realtime import RunRefused as RunRefused
+    from pai.core._realtime import run_channel_for as run_channel_for
     from pai.core._run_events import DelegatedRunEvent as DelegatedRunEvent
     from pai.core._run_events import RunEvent as RunEvent
     from pai.core._run_events import RunFinished as RunFinished
@@ -288,6 +295,13 @@ _SOURCES: dict[str, str] = {
     "ScopeKind": "pai.core._scope",
     "derive_instance_key": "pai.core._scope",
     "instance_key": "pai.core._scope",
+    "InMemoryRunChannel": "pai.core._realtime",
+    "ProvidesRunChannel": "pai.core._realtime",
+    "RunChannel": "pai.core._realtime",
+    "RunFrames": "pai.core._realtime",
+    "RunInfo": "pai.core._realtime",
+    "RunRefused": "pai.core._realtime",
+    "run_channel_for": "pai.core._realtime",
     "RunLease": "pai.core._storage",
     "Storage": "pai.core._storage",
     "ThreadRecord": "pai.core._storage",
@@ -330,6 +344,7 @@ __all__ = [
     "ErrorMessage",
     "FatalModelError",
     "FinishReason",
+    "InMemoryRunChannel",
     "InMemoryStorage",
     "InstructionsInput",
     "InvalidThreadIdError",
@@ -358,15 +373,20 @@ __all__ = [
     "PluginInfo",
     "Plugins",
     "Probe",
+    "ProvidesRunChannel",
     "Requirement",
     "ResponseFinished",
     "RetryAttempt",
     "RetryPolicy",
     "RetryableModelError",
+    "RunChannel",
     "RunEvent",
     "RunFinished",
+    "RunFrames",
+    "RunInfo",
     "RunLease",
     "RunLeaseLostError",
+    "RunRefused",
     "RunResult",
     "RuntimeClosedError",
     "RuntimeContextError",
@@ -438,6 +458,7 @@ __all__ = [
     "reset_plugins",
     "resolve_model",
     "response_events",
+    "run_channel_for",
     "storage_from_config",
     "stream_model",
     "stream_with_retries",

@@ -247,6 +247,12 @@ class AdminClient:
         """The scope key derived from this identity."""
         return self._caller.scope_key
 
+    @property
+    def user_key(self) -> str | None:
+        """The user key derived from this identity (``create_pai(user_key=...)``); ``None`` when
+        the app derives none, or its function failed for this identity."""
+        return self._caller.user_key
+
     async def create_thread(self, *, thread_id: str | None = None) -> ThreadHandle:
         """Create a top-level thread (a fresh id unless you pass one, a non-empty ``str``)."""
         if thread_id is not None:

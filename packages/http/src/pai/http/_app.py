@@ -39,6 +39,8 @@ from pai.core import (
     CommandInputError,
     Pai,
     PaiError,
+    RunChannel,
+    RunInfo,
     ThreadExistsError,
     ThreadHandle,
     ThreadNotFoundError,
@@ -47,6 +49,7 @@ from pai.core import (
     UnknownCommandError,
     did_you_mean,
     encode_message,
+    run_channel_for,
 )
 from pai.http._agui import AGUI
 from pai.http._aisdk import AI_SDK
@@ -54,8 +57,10 @@ from pai.http._errors import BadRequestError, HttpError
 from pai.http._files import Attachments
 from pai.http._limits import HttpLimits
 from pai.http._openapi import openapi_document
-from pai.http._runs import LiveRun, LiveRuns, safe_text
+from pai.http._runs import LiveRuns, safe_text
 from pai.http._wire import WireProtocol
+
+_PROTOCOLS: dict[str, WireProtocol] = {AGUI.name: AGUI, AI_SDK.name: AI_SDK}
 
 _log = logging.getLogger("pai.http")
 
@@ -76,21 +81,25 @@ def create_asgi_app(
     commands: Mapping[str, Collection[str]] | None = None,
     attachments: Attachments | None = None,
     chat_page: bool = False,
+    realtime: RunChannel | None = None,
 ) -> Starlette:
     """An ASGI app (Starlette) serving ``pai_app``: the AG-UI and AI SDK streams, the thread
-    routes, health checks and ``/openapi.json``.
+        routes, health checks and ``/openapi.json``.
 
-    ``authenticate`` gives each request's identity (what ``pai_app.runtime(agent).admin(...)``
-    takes). ``commands`` opts agents' commands in, by agent id (commands run server-side, so
-    none is exposed unless named). ``cors_origins`` lists the origins a browser may call from
-    (none by default). ``attachments`` keeps files sent with messages and stages them into the
-    thread's sandbox (files are refused without it). ``chat_page=True`` serves the chat page at
-    ``/`` (``pai serve`` does by default).
+        ``authenticate`` gives each request's identity (what ``pai_app.runtime(agent).admin(...)``
+        takes). ``commands`` opts agents' commands in, by agent id (commands run server-side, so
+        none is exposed unless named). ``cors_origins`` lists the origins a browser may call from
+        (none by default). ``attachments`` keeps files sent with messages and stages them into the
+        thread's sandbox (files are refused without it). ``chat_page=True`` serves the chat page at
+        ``/`` (``pai serve`` does by default). ``realtime`` is the channel runs' events travel
+    through: by default the storage's own when it carries them between processes (PostgreSQL),
+    else one of this process (:func:`~pai.core.run_channel_for`); with several workers or
+    processes, resuming and cancelling reach a run in any of them only through a shared channel.
 
-    Example::
+        Example::
 
-        app = create_asgi_app(pai, authenticate=lambda request: verify(request.headers))
-        # uvicorn module:app
+            app = create_asgi_app(pai, authenticate=lambda request: verify(request.headers))
+            # uvicorn module:app
     """
     if not isinstance(pai_app, Pai):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"create_asgi_app() takes a create_pai(...) app, got {pai_app!r}")
@@ -113,7 +122,19 @@ def create_asgi_app(
                 f"{list(pai_app.agent_ids)}"
             )
         exposed[agent] = frozenset(names)
-    server = _Server(pai_app, authenticate, limits or HttpLimits(), exposed, attachments)
+    limits = limits or HttpLimits()
+    owns_channel = realtime is None
+    if realtime is None:
+        realtime = run_channel_for(
+            pai_app.storage,
+            retain_finished=limits.retain_finished,
+            max_kept_runs=limits.max_kept_runs,
+        )
+    elif not isinstance(realtime, RunChannel):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"create_asgi_app(realtime=...) must be a RunChannel (pai.core), got {realtime!r}"
+        )
+    server = _Server(pai_app, authenticate, limits, exposed, attachments, realtime)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None]:
@@ -124,6 +145,9 @@ def create_asgi_app(
             finally:
                 server.runs.bind(None)
                 group.cancel_scope.cancel()
+        if owns_channel:
+            with anyio.CancelScope(shield=True):
+                await realtime.aclose()
 
     middleware: list[Middleware] = []
     if cors_origins:
@@ -200,13 +224,14 @@ class _Server:
         limits: HttpLimits,
         commands: Mapping[str, frozenset[str]],
         attachments: Attachments | None,
+        channel: RunChannel,
     ) -> None:
         self.pai = pai_app
         self.authenticate = authenticate
         self.limits = limits
         self.commands = commands
         self.attachments = attachments
-        self.runs = LiveRuns(limits)
+        self.runs = LiveRuns(limits, channel)
 
     def routes(self) -> list[Route]:
         return [
@@ -366,7 +391,7 @@ class _Server:
             text += await self.attachments.receive(
                 scope_key=admin.scope_key, thread_id=thread_id, files=run_request.attachments
             )
-        run = self.runs.start(
+        run = await self.runs.start(
             admin=admin, agent=agent, request=run_request, text=text, protocol=protocol
         )
         return self.sse(run, after=0)
@@ -388,7 +413,7 @@ class _Server:
             if found.agent != agent:
                 raise _not_found(thread_id) from None
 
-    def sse(self, run: LiveRun, *, after: int) -> StreamingResponse:
+    def sse(self, run: RunInfo, *, after: int) -> StreamingResponse:
         keepalive = self.limits.keepalive
 
         async def stream() -> AsyncIterator[bytes]:
@@ -403,7 +428,7 @@ class _Server:
             "cache-control": "no-cache",
             "x-accel-buffering": "no",
             "x-pai-run-id": run.run_id,
-            **run.protocol.headers,
+            **_PROTOCOLS[run.protocol].headers,
         }
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
@@ -414,8 +439,8 @@ class _Server:
         found = await self.caller_thread(identity, thread_id)
         if found.agent != agent:
             raise _not_found(thread_id)
-        run = self.runs.live(thread_id, scope_key=found.admin.scope_key)
-        if run is None or run.protocol is not AI_SDK:
+        run = await self.runs.live(thread_id, scope_key=found.admin.scope_key)
+        if run is None or run.protocol != AI_SDK.name:
             return Response(status_code=204)
         return self.sse(run, after=_last_event_id(request))
 
@@ -425,14 +450,14 @@ class _Server:
 
     async def cancel_run(self, request: Request) -> Response:
         run = await self.caller_run(request)
-        run.cancel("the run was cancelled on request")
+        await self.runs.cancel(run, "the run was cancelled on request")
         return JSONResponse({"run_id": run.run_id, "finished": run.finished}, status_code=202)
 
-    async def caller_run(self, request: Request) -> LiveRun:
+    async def caller_run(self, request: Request) -> RunInfo:
         identity = await self.identity(request)
         thread_id = str(request.path_params["thread_id"])
         found = await self.caller_thread(identity, thread_id)
-        run = self.runs.get(
+        run = await self.runs.get(
             str(request.path_params["run_id"]), thread_id=thread_id, scope_key=found.admin.scope_key
         )
         if run is None:
@@ -455,7 +480,7 @@ class _Server:
             for admin in (self.pai.runtime(a).admin(identity=identity) for a in self.pai.agent_ids)
         }
         threads = [
-            self.describe(record, scope_key)
+            await self.describe(record, scope_key)
             for scope_key, admin in admins.items()
             for record in await admin.list_threads()
             if record.agent_name in self.pai.agent_ids
@@ -463,8 +488,8 @@ class _Server:
         threads.sort(key=lambda t: (t["created_at"], t["id"]))
         return JSONResponse({"threads": threads})
 
-    def describe(self, record: ThreadRecord, scope_key: str) -> dict[str, Any]:
-        live = self.runs.live(record.id, scope_key=scope_key)
+    async def describe(self, record: ThreadRecord, scope_key: str) -> dict[str, Any]:
+        live = await self.runs.live(record.id, scope_key=scope_key)
         return {
             "id": record.id,
             "agent": record.agent_name,
@@ -475,7 +500,7 @@ class _Server:
     async def get_thread(self, request: Request) -> Response:
         identity = await self.identity(request)
         found = await self.caller_thread(identity, str(request.path_params["thread_id"]))
-        return JSONResponse(self.describe(found.record, found.admin.scope_key))
+        return JSONResponse(await self.describe(found.record, found.admin.scope_key))
 
     async def messages(self, request: Request) -> Response:
         identity = await self.identity(request)

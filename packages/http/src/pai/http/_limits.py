@@ -15,7 +15,9 @@ class HttpLimits:
       ``Content-Length``); attachments travel in the body, so it bounds them too;
     - ``max_message_chars``: the text of one user message;
     - ``max_attachment_bytes``: one attached file;
-    - ``max_runs_per_identity``: runs one scope key has going at once;
+    - ``max_runs_per_identity``: runs one caller has going at once, counted per user key
+      (``create_pai(user_key=...)``), or per scope key when the app derives none; across
+      processes when the run channel is shared (PostgreSQL);
     - ``reattach_grace``: seconds a run goes on with no client reading it before it is
       cancelled (0 cancels it as soon as its last client disconnects);
     - ``retain_finished``: seconds a finished run's events stay readable for a client that

@@ -1,18 +1,19 @@
 """Runs served over HTTP: each run executes in a task of the server (not of the request), its
-frames are kept in order, and any number of clients read them from any position.
+frames go to the app's run channel (:class:`~pai.core.RunChannel`), and any number of clients
+read them from any position, in this process or, with a channel shared by processes
+(PostgreSQL's), in another.
 
 - **Streaming.** A response reads the run's frames from a position (0, or the client's
   ``Last-Event-ID``) and waits for more while the run is live: each frame is sent once, in
   order, with its position as the SSE ``id``.
-- **Disconnects.** When no client has been reading for ``reattach_grace`` seconds, the run is
-  cancelled, with the semantics of ``thread.stream``: the steps it completed stay in the thread,
-  nothing of a step in progress is stored. A client that comes back within the grace (with
-  ``Last-Event-ID``) keeps it going.
-- **Keeping.** A finished run's frames are kept ``retain_finished`` seconds for late readers,
-  and at most ``max_kept_runs`` runs are kept in all (the oldest finished go first).
-
-This is the in-process binding: resuming reaches runs of this process. (Runs of another process
-need the realtime binding of a shared store.)
+- **Disconnects.** When no client has been reading for ``reattach_grace`` seconds (here or,
+  through the channel, in another process), the run is cancelled, with the semantics of
+  ``thread.stream``: the steps it completed stay in the thread, nothing of a step in progress is
+  stored. A client that comes back within the grace (with ``Last-Event-ID``) keeps it going.
+- **Cancelling.** A cancel request reaches the run's owner through the channel, from any
+  process.
+- **Keeping.** The channel keeps a finished run's frames ``retain_finished`` seconds for late
+  readers (the in-process channel also at most ``max_kept_runs`` runs).
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ import logging
 import re
 import time
 import uuid
-from collections import Counter
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 import anyio.abc
@@ -32,7 +32,10 @@ import anyio.abc
 from pai.core import (
     AdminClient,
     PaiError,
+    RunChannel,
     RunFinished,
+    RunInfo,
+    RunRefused,
     ThreadBusyError,
     ThreadDeletedError,
 )
@@ -67,39 +70,16 @@ def _error_code(error: PaiError) -> str:
 
 @dataclass(eq=False)
 class LiveRun:
-    """One run and its frames."""
+    """A run this process executes: what the channel knows of it, and its local controls."""
 
-    run_id: str
-    thread_id: str
-    agent: str
-    scope_key: str
+    info: RunInfo
     protocol: WireProtocol
-    frames: list[str] = field(default_factory=list[str])
-    finished: bool = False
-    finished_at: float = 0.0
-    readers: int = 0
-    changed: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    finished: bool = False
     cancel_reason: str = ""
+    readers: int = 0
     unread_since: float | None = None
     size: int = 0
-    max_bytes: int = 32 * 1024 * 1024
-
-    def publish(self, frames: list[str]) -> None:
-        if frames:
-            self.size += sum(len(frame) for frame in frames)
-            if self.size > self.max_bytes and not self.finished:
-                self.cancel(
-                    f"the run's events passed {self.max_bytes:,} bytes "
-                    "(HttpLimits.max_run_bytes); it was stopped"
-                )
-            self.frames.extend(frames)
-            self.wake()
-
-    def wake(self) -> None:
-        """Wake every reader waiting for a change (new frames, or the end)."""
-        changed, self.changed = self.changed, anyio.Event()
-        changed.set()
 
     def cancel(self, reason: str) -> None:
         if not self.finished and not self.cancel_reason:
@@ -110,28 +90,28 @@ class LiveRun:
 class LiveRuns:
     """The runs of one server (see the module documentation)."""
 
-    def __init__(self, limits: HttpLimits) -> None:
+    def __init__(self, limits: HttpLimits, channel: RunChannel) -> None:
         self._limits = limits
-        self._runs: dict[str, LiveRun] = {}
-        self._live_by_thread: dict[str, LiveRun] = {}
-        self._per_scope: Counter[str] = Counter()
+        self.channel = channel
+        self._local: dict[str, LiveRun] = {}
         self._group: anyio.abc.TaskGroup | None = None
 
     def bind(self, group: anyio.abc.TaskGroup | None) -> None:
         """The task group runs execute in (the server's lifespan)."""
         self._group = group
 
-    def get(self, run_id: str, *, thread_id: str, scope_key: str) -> LiveRun | None:
-        run = self._runs.get(run_id)
-        if run is None or run.thread_id != thread_id or run.scope_key != scope_key:
+    async def get(self, run_id: str, *, thread_id: str, scope_key: str) -> RunInfo | None:
+        """The run ``run_id`` of ``thread_id`` in scope ``scope_key``, live or kept."""
+        info = await self.channel.get(run_id)
+        if info is None or info.thread_id != thread_id or info.scope_key != scope_key:
             return None
-        return run
+        return info
 
-    def live(self, thread_id: str, *, scope_key: str) -> LiveRun | None:
-        run = self._live_by_thread.get(thread_id)
-        return run if run is not None and run.scope_key == scope_key else None
+    async def live(self, thread_id: str, *, scope_key: str) -> RunInfo | None:
+        info = await self.channel.live(thread_id)
+        return info if info is not None and info.scope_key == scope_key else None
 
-    def start(
+    async def start(
         self,
         *,
         admin: AdminClient,
@@ -139,7 +119,7 @@ class LiveRuns:
         request: RunRequest,
         text: str,
         protocol: WireProtocol,
-    ) -> LiveRun:
+    ) -> RunInfo:
         """Start a run in ``request.thread_id`` (which exists and is the caller's)."""
         if self._group is None:
             raise HttpError(
@@ -148,106 +128,152 @@ class LiveRuns:
                 "the server is starting or stopping; try again in a moment",
                 headers={"Retry-After": "1"},
             )
-        scope_key = admin.scope_key
-        busy = self._live_by_thread.get(request.thread_id)
-        if busy is not None:
-            raise HttpError(
-                409,
-                "thread_busy",
-                f"thread {request.thread_id!r} is running run {busy.run_id!r}; wait for it to "
-                f"finish (GET /threads/{request.thread_id}/runs/{busy.run_id}/events streams "
-                f"it) or cancel it (POST /threads/{request.thread_id}/runs/{busy.run_id}/cancel)",
-            )
-        if self._per_scope[scope_key] >= self._limits.max_runs_per_identity:
-            raise HttpError(
-                429,
-                "too_many_runs",
-                f"{self._per_scope[scope_key]} runs of yours are running; at most "
-                f"{self._limits.max_runs_per_identity} may run at once "
-                "(HttpLimits.max_runs_per_identity); try again when one has finished",
-                headers={"Retry-After": "1"},
-            )
-        run_id = request.run_id if request.run_id and request.run_id not in self._runs else None
-        run = LiveRun(
-            run_id=run_id or uuid.uuid4().hex,
+        user_key = admin.user_key
+        info = RunInfo(
+            run_id=request.run_id or uuid.uuid4().hex,
             thread_id=request.thread_id,
+            scope_key=admin.scope_key,
             agent=agent,
-            scope_key=scope_key,
-            protocol=protocol,
-            max_bytes=self._limits.max_run_bytes,
+            protocol=protocol.name,
+            limit_key=f"user:{user_key}" if user_key is not None else f"scope:{admin.scope_key}",
         )
-        self._forget_old()
-        self._runs[run.run_id] = run
-        self._live_by_thread[run.thread_id] = run
-        self._per_scope[scope_key] += 1
-        encoder = protocol.encoder(thread_id=run.thread_id, run_id=run.run_id)
-        run.publish(encoder.start())
-        self._group.start_soon(self._execute, run, encoder, admin, request, text)
-        return run
+        limit = self._limits.max_runs_per_identity
+        refused = await self.channel.begin(info, max_live_per_key=limit)
+        if refused is not None and refused.reason == "taken":
+            info = replace(info, run_id=uuid.uuid4().hex)  # a client's id used before
+            refused = await self.channel.begin(info, max_live_per_key=limit)
+        if refused is not None:
+            raise _refusal(refused, info, limit)
+        run = LiveRun(info, protocol)
+        self._local[info.run_id] = run
+        encoder = protocol.encoder(thread_id=info.thread_id, run_id=info.run_id)
+        try:
+            await self._publish(run, encoder.start())
+            self._group.start_soon(self._execute, run, encoder, admin, request, text)
+        except BaseException:
+            await self._ended(run)
+            raise
+        return info
+
+    async def _publish(self, run: LiveRun, frames: list[str]) -> None:
+        if not frames:
+            return
+        run.size += sum(len(frame) for frame in frames)
+        limit = self._limits.max_run_bytes
+        if run.size > limit:
+            run.cancel(
+                f"the run's events passed {limit:,} bytes (HttpLimits.max_run_bytes); "
+                "it was stopped"
+            )
+        await self.channel.append(run.info.run_id, frames)
 
     async def _execute(
         self, run: LiveRun, encoder: Encoder, admin: AdminClient, request: RunRequest, text: str
     ) -> None:
-        handle = admin.thread(run.thread_id)
+        handle = admin.thread(run.info.thread_id)
+        watching = anyio.CancelScope()
+        if self._group is not None:
+            self._group.start_soon(self._watch_cancel, run, watching)
         try:
-            with run.scope:
-                if request.tool_results:
-                    result = await handle.submit_tool_results(request.tool_results)
-                    run.publish(encoder.finish(result))
-                else:
-                    async with aclosing(handle.stream(text)) as events:
-                        async for event in events:
-                            if isinstance(event, RunFinished):
-                                run.publish(encoder.finish(event.result))
-                            else:
-                                run.publish(encoder.event(event))
+            try:
+                with run.scope:
+                    if request.tool_results:
+                        result = await handle.submit_tool_results(request.tool_results)
+                        await self._publish(run, encoder.finish(result))
+                    else:
+                        async with aclosing(handle.stream(text)) as events:
+                            async for event in events:
+                                if isinstance(event, RunFinished):
+                                    frames = encoder.finish(event.result)
+                                else:
+                                    frames = encoder.event(event)
+                                await self._publish(run, frames)
+            finally:
+                watching.cancel()
             if run.scope.cancelled_caught:
-                run.publish(
-                    encoder.error(run.cancel_reason or "the run was cancelled", code="cancelled")
-                )
+                reason = run.cancel_reason or "the run was cancelled"
+                await self._publish(run, encoder.error(reason, code="cancelled"))
         except PaiError as error:
-            run.publish(encoder.error(safe_text(error), code=_error_code(error)))
+            await self._publish(run, encoder.error(safe_text(error), code=_error_code(error)))
         except Exception as error:
-            _log.exception("run %s in thread %r failed", run.run_id, run.thread_id)
-            run.publish(encoder.error(safe_text(error), code="internal_error"))
+            _log.exception("run %s in thread %r failed", run.info.run_id, run.info.thread_id)
+            await self._publish(run, encoder.error(safe_text(error), code="internal_error"))
         finally:
-            run.finished = True
-            run.finished_at = time.monotonic()
-            if self._live_by_thread.get(run.thread_id) is run:
-                del self._live_by_thread[run.thread_id]
-            self._per_scope[run.scope_key] -= 1
-            if self._per_scope[run.scope_key] <= 0:
-                del self._per_scope[run.scope_key]
-            run.wake()  # readers waiting for more learn the run has ended
+            with anyio.CancelScope(shield=True):
+                await self._ended(run)
+
+    async def _ended(self, run: LiveRun) -> None:
+        run.finished = True
+        self._local.pop(run.info.run_id, None)
+        try:
+            await self.channel.end(run.info.run_id)
+        except Exception:
+            _log.exception("could not end run %s in the run channel", run.info.run_id)
+
+    async def _watch_cancel(self, run: LiveRun, watching: anyio.CancelScope) -> None:
+        """Cancel ``run`` when the channel brings a request (from this process or another),
+        until ``watching`` is cancelled."""
+        with watching:
+            while not run.finished:
+                try:
+                    reason = await self.channel.wait_cancel(run.info.run_id, wait=_HEARTBEAT)
+                except Exception:
+                    _log.exception("the run channel failed; retrying in %g s", _HEARTBEAT)
+                    await anyio.sleep(_HEARTBEAT)
+                    continue
+                if reason is not None:
+                    run.cancel(reason)
+                    return
+
+    async def cancel(self, info: RunInfo, reason: str) -> None:
+        """Cancel ``info``'s run, wherever it executes."""
+        run = self._local.get(info.run_id)
+        if run is not None:
+            run.cancel(reason)
+        else:
+            await self.channel.cancel(info.run_id, reason)
 
     async def frames(
-        self, run: LiveRun, *, after: int, keepalive: float
+        self, info: RunInfo, *, after: int, keepalive: float
     ) -> AsyncGenerator[tuple[int, str] | None]:
-        """Every frame of ``run`` after position ``after``, in order, waiting for more while it
+        """Every frame of the run after position ``after``, in order, waiting for more while it
         runs; ``None`` after ``keepalive`` seconds without one. Reading counts as attending the
         run (see the module documentation)."""
-        run.readers += 1
-        run.unread_since = None
+        run = self._local.get(info.run_id)
+        if run is not None:
+            run.readers += 1
+            run.unread_since = None
+        # A reader of a run of another process reads at least twice per grace, so the owner
+        # sees it attended.
+        grace = self._limits.reattach_grace
+        wait = keepalive if run is not None or grace <= 0 else min(keepalive, grace / 2)
         position = max(0, after)
+        quiet_since = time.monotonic()
         try:
             while True:
-                while position < len(run.frames):
+                read = await self.channel.read(info.run_id, after=position, wait=wait)
+                if read is None:
+                    return  # forgotten meanwhile
+                for frame in read.frames:
                     position += 1
-                    yield position, run.frames[position - 1]
-                if run.finished:
+                    yield position, frame
+                if read.finished:
                     return
-                changed = run.changed
-                with anyio.move_on_after(keepalive) as quiet:
-                    await changed.wait()
-                if quiet.cancelled_caught:
+                now = time.monotonic()
+                if read.frames:
+                    quiet_since = now
+                elif now - quiet_since >= keepalive:
+                    quiet_since = now
                     yield None
         finally:
-            run.readers -= 1
-            if run.readers == 0 and not run.finished:
-                self._unattended(run)
+            if run is not None:
+                run.readers -= 1
+                if run.readers == 0 and not run.finished:
+                    self._unattended(run)
 
     def _unattended(self, run: LiveRun) -> None:
-        """Nobody reads ``run`` any more: cancel it unless a reader comes back in time."""
+        """Nobody here reads ``run`` any more: cancel it unless a reader comes back in time
+        (here, or in another process through the channel)."""
         grace = self._limits.reattach_grace
         if grace <= 0 or self._group is None:
             run.cancel("the client disconnected")
@@ -255,25 +281,42 @@ class LiveRuns:
         since = run.unread_since = time.monotonic()
 
         async def later() -> None:
-            await anyio.sleep(grace)
-            if run.readers == 0 and run.unread_since == since:
-                run.cancel(f"the client disconnected and did not come back within {grace:g} s")
+            while True:
+                await anyio.sleep(grace)
+                if run.finished or run.readers > 0 or run.unread_since != since:
+                    return
+                if not await self.channel.attended(run.info.run_id, within=grace):
+                    run.cancel(f"the client disconnected and did not come back within {grace:g} s")
+                    return
 
         self._group.start_soon(later)
 
-    def _forget_old(self) -> None:
-        now = time.monotonic()
-        keep = self._limits.retain_finished
-        for run_id, run in list(self._runs.items()):
-            if run.finished and now - run.finished_at > keep:
-                del self._runs[run_id]
-        excess = len(self._runs) - self._limits.max_kept_runs + 1
-        if excess > 0:
-            finished = sorted(
-                (r for r in self._runs.values() if r.finished), key=lambda r: r.finished_at
-            )
-            for run in finished[:excess]:
-                del self._runs[run.run_id]
+
+_HEARTBEAT = 5.0
+"""Seconds between a run owner's calls to the channel saying it is alive."""
+
+
+def _refusal(refused: RunRefused, info: RunInfo, limit: int) -> HttpError:
+    if refused.reason == "busy" and refused.busy is not None:
+        thread_id, busy = info.thread_id, refused.busy.run_id
+        return HttpError(
+            409,
+            "thread_busy",
+            f"thread {thread_id!r} is running run {busy!r}; wait for it to finish "
+            f"(GET /threads/{thread_id}/runs/{busy}/events streams it) or cancel it "
+            f"(POST /threads/{thread_id}/runs/{busy}/cancel)",
+        )
+    if refused.reason == "limit":
+        return HttpError(
+            429,
+            "too_many_runs",
+            f"{refused.live_for_key} runs of yours are running; at most {limit} may run at once "
+            "(HttpLimits.max_runs_per_identity); try again when one has finished",
+            headers={"Retry-After": "1"},
+        )
+    return HttpError(
+        409, "run_id_taken", f"run id {info.run_id!r} is taken; start the run without an id"
+    )
 
 
 __all__ = ["LiveRun", "LiveRuns", "safe_text"]

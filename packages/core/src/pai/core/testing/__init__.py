@@ -1,7 +1,8 @@
 """Test helpers: run a tool directly, build a test runtime, script a model; conformance suites.
 
 The conformance suites are pytest test classes (install ``pai-core[testing]``):
-:class:`StorageConformance` for storage backends (``pai.core.testing.storage_conformance``) and
+:class:`StorageConformance` for storage backends (``pai.core.testing.storage_conformance``),
+:class:`RunChannelConformance` for run channels (``pai.core.testing.realtime_conformance``) and
 :class:`CapabilityBindingConformance` for capability bindings (``pai.core.testing.conformance``).
 They are imported on first use, so importing this package does not import pytest.
 """
@@ -26,10 +27,14 @@ if TYPE_CHECKING:
     from pai.core.testing.conformance import (
         CapabilityBindingConformance as CapabilityBindingConformance,
     )
+    from pai.core.testing.realtime_conformance import (
+        RunChannelConformance as RunChannelConformance,
+    )
     from pai.core.testing.storage_conformance import StorageConformance as StorageConformance
 
 _SUITES = {
     "CapabilityBindingConformance": "pai.core.testing.conformance",
+    "RunChannelConformance": "pai.core.testing.realtime_conformance",
     "StorageConformance": "pai.core.testing.storage_conformance",
 }
 
@@ -53,6 +58,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "CapabilityBindingConformance",
     "FunctionModel",
+    "RunChannelConformance",
     "ScriptExhaustedError",
     "ScriptStep",
     "ScriptedModel",
