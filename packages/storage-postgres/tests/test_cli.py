@@ -47,13 +47,15 @@ def test_check_reports_pending_then_migrate_applies_then_check_is_clean(
 
     before = run(url, "check")
     assert before.exit_code == 1, before.output
-    assert "version: 0 (this code: 1)" in before.stdout
+    assert f"version: 0 (this code: {LATEST_VERSION})" in before.stdout
     assert "1: threads, messages and run leases" in before.stdout
     assert "run `pai storage migrate`" in before.stderr
 
     migrated = run(url, "migrate")
     assert migrated.exit_code == 0, migrated.output
-    assert "applied:\n  1: threads, messages and run leases" in migrated.stdout
+    assert "applied:\n  1: threads, messages and run leases\n  2: runs and their frames" in (
+        migrated.stdout
+    )
 
     again = run(url, "migrate", "--json")
     assert json.loads(again.stdout)["just_applied"] == []

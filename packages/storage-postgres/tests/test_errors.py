@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from pai.core import StorageAccessError, StorageSchemaError, ThreadRecord, UserMessage
-from pai.storage_postgres import PostgresStorage
+from pai.storage_postgres import LATEST_VERSION, PostgresStorage
 from pai.storage_postgres.testing import TestSchemas
 
 pytestmark = pytest.mark.anyio
@@ -154,7 +154,7 @@ async def test_a_schema_not_migrated_with_migrate_off_says_run_pai_storage_migra
     with pytest.raises(StorageSchemaError) as raised:
         await _first_call(storage)
     message = str(raised.value)
-    assert "1 migration(s) are pending" in message
+    assert f"{LATEST_VERSION} migration(s) are pending" in message
     assert "run `pai storage migrate`" in message
     assert _password(postgres_url) not in message
 
@@ -178,7 +178,9 @@ async def test_a_schema_newer_than_the_code_is_refused_and_left_alone(
         rows = conn.execute(
             f'SELECT version FROM "{schema}".pai_schema_migrations ORDER BY 1'.encode()
         ).fetchall()
-    assert rows == [(1,), (99,)], "refusing the schema changed it"
+    assert rows == [*((v,) for v in range(1, LATEST_VERSION + 1)), (99,)], (
+        "refusing the schema changed it"
+    )
 
 
 async def test_another_programs_tables_are_refused_and_left_alone(

@@ -155,3 +155,36 @@ async def test_opening_needs_no_lock_once_the_schema_is_current(
             assert await second.get_thread("t1") is None
         finally:
             await second.aclose()
+
+
+async def test_a_schema_at_version_1_is_upgraded_on_open(
+    postgres_url: str, schemas: TestSchemas
+) -> None:
+    # A database made by a release that knew only migration 1 (threads, messages, leases).
+    from pai.storage_postgres._schema import _LEDGER, MIGRATIONS
+
+    schema = schemas.fresh()
+    quoted = f'"{schema}"'
+    with psycopg.connect(postgres_url, autocommit=True) as conn, conn.transaction():
+        conn.execute(f"CREATE SCHEMA {quoted}".encode())
+        conn.execute(_LEDGER.replace("{schema}", quoted).encode())
+        for statement in MIGRATIONS[0].statements:
+            conn.execute(statement.replace("{schema}", quoted).encode())
+        conn.execute(
+            f"INSERT INTO {quoted}.pai_schema_migrations (version, name) VALUES (1, %s)".encode(),
+            (MIGRATIONS[0].name,),
+        )
+    old = PostgresStorage(postgres_url, schema=schema, migrate=False)
+    try:
+        status = await old.schema_status()
+        assert (status.current, len(status.pending)) == (1, LATEST_VERSION - 1)
+    finally:
+        await old.aclose()
+    storage = PostgresStorage(postgres_url, schema=schema)
+    try:
+        await storage.create_thread(ThreadRecord(id="t1", scope_key="acme", agent_name="a"))
+        await storage.append_messages("t1", [UserMessage(content="hi")])
+        assert [v for v, _ in _ledger(postgres_url, schema)] == list(range(1, LATEST_VERSION + 1))
+        assert [m.content for m in await storage.get_messages("t1")] == ["hi"]  # type: ignore[union-attr]
+    finally:
+        await storage.aclose()

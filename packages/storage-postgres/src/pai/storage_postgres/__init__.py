@@ -20,6 +20,7 @@ from pai.core.lazy import lazy_exports
 # Names resolve on first use: plugin discovery imports this package (for its entry-point module,
 # ``_plugin``), and must not pay for importing psycopg until a PostgreSQL URL is opened.
 if TYPE_CHECKING:
+    from pai.storage_postgres._channel import PostgresRunChannel as PostgresRunChannel
     from pai.storage_postgres._errors import ConnectionLostError as ConnectionLostError
     from pai.storage_postgres._options import OPTION_NAMES as OPTION_NAMES
     from pai.storage_postgres._options import PostgresOptions as PostgresOptions
@@ -33,6 +34,7 @@ _SOURCES = {
     "LATEST_VERSION": "pai.storage_postgres._schema",
     "OPTION_NAMES": "pai.storage_postgres._options",
     "PostgresOptions": "pai.storage_postgres._options",
+    "PostgresRunChannel": "pai.storage_postgres._channel",
     "PostgresStorage": "pai.storage_postgres._storage",
     "SchemaStatus": "pai.storage_postgres._schema",
     "mask_url": "pai.storage_postgres._options",
@@ -46,6 +48,7 @@ __all__ = [
     "OPTION_NAMES",
     "ConnectionLostError",
     "PostgresOptions",
+    "PostgresRunChannel",
     "PostgresStorage",
     "SchemaStatus",
     "mask_url",

@@ -38,6 +38,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = ["Abort", "Connector"]
 
 _T = TypeVar("_T")
+_ON_HELPER: ContextVar[bool] = ContextVar("pai_storage_postgres_on_helper", default=False)
 _log = logging.getLogger("pai.storage_postgres")
 
 Conn = AsyncConnection[tuple[Any, ...]]
@@ -218,6 +220,79 @@ class _LoopState:
     loop: asyncio.AbstractEventLoop
     pool: _Pool | None = None
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+    listener: _Listener | None = None
+
+
+class _Listener:
+    """One loop's ``LISTEN`` connection, held while someone waits for a notification.
+
+    Waiters register a key (a notification's payload) and an event; the listener sets the
+    events of each payload it receives. It connects when the first waiter comes and closes when
+    the last one leaves, so a loop with no waiter has no task and no connection of the
+    storage's. When the connection fails, every waiter is woken (each reads again, which is what
+    a missed notification would have made it do) and the next waiter connects again."""
+
+    def __init__(self, connector: Connector, channel: str) -> None:
+        self._connector = connector
+        self._channel = channel
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._count = 0
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def waiting(self, key: str) -> AsyncGenerator[asyncio.Event]:
+        event = asyncio.Event()
+        self._waiters.setdefault(key, set()).add(event)
+        self._count += 1
+        try:
+            if self._task is None or self._task.done():
+                self._ready = asyncio.Event()
+                self._task = asyncio.get_running_loop().create_task(self._listen())
+            ready = self._ready
+            # Until the LISTEN holds, a notification could be missed: wait for it (bounded;
+            # the waiter reads again after its own timeout in any case).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    ready.wait(), self._connector.settings.options.connect_timeout
+                )
+            yield event
+        finally:
+            waiters = self._waiters.get(key)
+            if waiters is not None:
+                waiters.discard(event)
+                if not waiters:
+                    del self._waiters[key]
+            self._count -= 1
+            if self._count == 0 and self._task is not None:
+                self._task.cancel()
+                self._task = None
+
+    async def _listen(self) -> None:
+        conn: Conn | None = None
+        try:
+            conn = await self._connector._connect()  # pyright: ignore[reportPrivateUsage]
+            await conn.execute(f"LISTEN {self._channel}".encode())
+            self._ready.set()
+            async for notification in conn.notifies():
+                for event in self._waiters.get(notification.payload, ()):
+                    event.set()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            _log.warning(
+                "pai-storage-postgres stopped listening for run notifications at %s (%s); "
+                "waiters read again",
+                self._connector.display,
+                type(error).__name__,
+            )
+        finally:
+            self._ready.set()
+            for waiters in self._waiters.values():
+                for event in waiters:
+                    event.set()
+            if conn is not None:
+                _finish(conn)
 
 
 class _Helper:
@@ -260,7 +335,7 @@ class Connector:
         """Run ``make()`` on the right asyncio loop for the caller and return its result."""
         if self._closed:
             raise self._closed_error()
-        if sniffio.current_async_library() == "asyncio":
+        if _ON_HELPER.get() or sniffio.current_async_library() == "asyncio":
             return await make()
         return await self._on_helper(make)
 
@@ -273,7 +348,13 @@ class Connector:
     async def _on_helper(self, make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
         import trio
 
-        future = asyncio.run_coroutine_threadsafe(make(), self._helper_loop())
+        async def on_helper() -> _T:
+            # The helper's task runs in a copy of the trio task's context, where sniffio says
+            # "trio": mark it, so calls made inside run here rather than bridging again.
+            _ON_HELPER.set(True)
+            return await make()
+
+        future = asyncio.run_coroutine_threadsafe(on_helper(), self._helper_loop())
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
 
@@ -398,6 +479,24 @@ class Connector:
         self._schema_ready = True
 
     # -- calls ---------------------------------------------------------------------------------
+
+    async def call(self, make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+        """Run ``make()`` where this caller's calls run (its own asyncio loop, or the helper
+        loop under trio); inside it, :meth:`read`, :meth:`write` and :meth:`notified` run
+        directly."""
+        return await self._bridge(make)
+
+    @contextlib.asynccontextmanager
+    async def notified(self, channel: str, key: str) -> AsyncGenerator[asyncio.Event]:
+        """An event set when a notification with payload ``key`` arrives on ``channel`` (a
+        quoted identifier) while the block runs: enter it before reading what the notification
+        announces, so none is missed. Call it inside :meth:`call`."""
+        state = await self._state()
+        listener = state.listener
+        if listener is None:
+            listener = state.listener = _Listener(self, channel)
+        async with listener.waiting(key) as event:
+            yield event
 
     async def read(self, op: Callable[[Conn], Awaitable[_T]], *, doing: str) -> _T:
         """Run ``op`` (statements that change nothing) on a pooled connection, again on another

@@ -77,12 +77,44 @@ MIGRATIONS: Final = (
             )""",
         ),
     ),
+    Migration(
+        2,
+        "runs and their frames (the run channel)",
+        (
+            """CREATE TABLE {schema}.runs (
+                run_id bytea PRIMARY KEY,
+                thread_id bytea NOT NULL,
+                scope_key bytea NOT NULL,
+                agent bytea NOT NULL,
+                protocol bytea NOT NULL,
+                limit_key bytea NOT NULL,
+                frame_count bigint NOT NULL DEFAULT 0,
+                alive_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                read_at timestamptz,
+                finished_at timestamptz,
+                cancel_reason bytea
+            )""",
+            # One live run per thread: two processes beginning runs on a thread let one win.
+            "CREATE UNIQUE INDEX runs_live_by_thread ON {schema}.runs (thread_id)"
+            " WHERE finished_at IS NULL",
+            "CREATE INDEX runs_live_by_key ON {schema}.runs (limit_key) WHERE finished_at IS NULL",
+            "CREATE INDEX runs_live_by_alive ON {schema}.runs (alive_at) WHERE finished_at IS NULL",
+            "CREATE INDEX runs_by_finish ON {schema}.runs (finished_at)"
+            " WHERE finished_at IS NOT NULL",
+            """CREATE TABLE {schema}.run_frames (
+                run_id bytea NOT NULL REFERENCES {schema}.runs (run_id) ON DELETE CASCADE,
+                position bigint NOT NULL,
+                body bytea NOT NULL,
+                PRIMARY KEY (run_id, position)
+            )""",
+        ),
+    ),
 )
 """Every migration, oldest first. Append new ones; never change a released one."""
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 
-_TABLES: Final = ("threads", "messages", "run_leases", "run_lease_tokens")
+_TABLES: Final = ("threads", "messages", "run_leases", "run_lease_tokens", "runs", "run_frames")
 """What the migrations create: a schema at version 0 holding one of these is another program's."""
 
 _LOCK_CLASS: Final = 0x70616900

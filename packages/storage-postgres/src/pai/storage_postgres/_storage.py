@@ -44,6 +44,7 @@ from pai.storage_postgres._options import ConnectionSettings, parse_url, quote_i
 from pai.storage_postgres._pool import Abort, Conn, Connector
 
 if TYPE_CHECKING:
+    from pai.storage_postgres._channel import PostgresRunChannel
     from pai.storage_postgres._options import PostgresOptions
     from pai.storage_postgres._schema import SchemaStatus
 
@@ -504,6 +505,14 @@ class PostgresStorage:
         )
 
     # -- schema ----------------------------------------------------------------------------------
+
+    def run_channel(self, *, retain_finished: float = 300.0) -> PostgresRunChannel:
+        """A run channel over this database (:class:`~pai.core.RunChannel`): served runs are
+        read, resumed and cancelled from every process that opens it. It uses this storage's
+        connections; ended runs are kept ``retain_finished`` seconds."""
+        from pai.storage_postgres._channel import PostgresRunChannel
+
+        return PostgresRunChannel(self._connector, retain_finished=retain_finished)
 
     async def schema_status(self) -> SchemaStatus:
         """Where this storage's schema stands (version, applied and pending migrations), read
