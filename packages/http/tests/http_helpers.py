@@ -12,11 +12,13 @@ import contextlib
 import socket
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import httpx
 import uvicorn
 from pydantic import BaseModel
 
@@ -173,3 +175,30 @@ AGUI_TOOL_RUN = [
     "RUN_FINISHED",
 ]
 """The AG-UI event types of a run of the test model that calls the tool once."""
+
+
+def sse(response: httpx.Response) -> Iterator[tuple[int | None, str]]:
+    """(id, data) of each event of an SSE response, as they arrive."""
+    event_id: int | None = None
+    data: list[str] = []
+    for line in response.iter_lines():
+        if line == "":
+            if data:
+                yield event_id, "\n".join(data)
+            event_id, data = None, []
+        elif line.startswith("id: "):
+            event_id = int(line[4:])
+        elif line.startswith("data: "):
+            data.append(line[6:])
+
+
+def agui_body(thread_id: str, text: str, run_id: str = "") -> dict[str, Any]:
+    return {
+        "threadId": thread_id,
+        "runId": run_id or uuid.uuid4().hex,
+        "state": None,
+        "messages": [{"id": "m1", "role": "user", "content": text}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": None,
+    }

@@ -11,3 +11,14 @@ def make_app() -> object:
 
 def authenticate(request: object) -> str:
     return "acme"
+
+
+def make_sqlite_app() -> object:
+    """The app on a SQLite file: threads shared by processes, runs not."""
+    import tempfile
+    from pathlib import Path
+
+    from pai.core import SqliteStorage
+
+    folder = Path(tempfile.mkdtemp(prefix="pai-serve-test-"))
+    return build_app(storage=SqliteStorage(folder / "threads.db"))[0]

@@ -7,46 +7,18 @@ import contextlib
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 from ag_ui.core import BaseEvent
-from http_helpers import ACME, ACME_BOB, AGUI_TOOL_RUN, GLOBEX, Served
+from http_helpers import ACME, ACME_BOB, AGUI_TOOL_RUN, GLOBEX, Served, agui_body, sse
 from pydantic import TypeAdapter
 
 from pai.http import HttpLimits
 
 _EVENT = TypeAdapter(Any)
-
-
-def sse(response: httpx.Response) -> Iterator[tuple[int | None, str]]:
-    """(id, data) of each event of an SSE response, as they arrive."""
-    event_id: int | None = None
-    data: list[str] = []
-    for line in response.iter_lines():
-        if line == "":
-            if data:
-                yield event_id, "\n".join(data)
-            event_id, data = None, []
-        elif line.startswith("id: "):
-            event_id = int(line[4:])
-        elif line.startswith("data: "):
-            data.append(line[6:])
-
-
-def agui_body(thread_id: str, text: str, run_id: str = "") -> dict[str, Any]:
-    return {
-        "threadId": thread_id,
-        "runId": run_id or uuid.uuid4().hex,
-        "state": None,
-        "messages": [{"id": "m1", "role": "user", "content": text}],
-        "tools": [],
-        "context": [],
-        "forwardedProps": None,
-    }
 
 
 def chat_body(thread_id: str, text: str) -> dict[str, Any]:

@@ -48,6 +48,11 @@ def test_more_than_one_worker_needs_a_shared_storage() -> None:
     code, output = invoke("serve_app:pai", "--workers", "2")
     assert code != 0
     assert "needs a storage the worker processes share" in output
+    # A SQLite file shares threads, not runs: a resume could reach a worker without the run.
+    code, output = invoke("serve_app:make_sqlite_app", "--workers", "2")
+    assert code != 0
+    assert "SqliteStorage, which carries no run between processes" in output
+    assert "PostgreSQL" in output
 
 
 def test_an_unknown_serve_key_is_named_with_a_suggestion(tmp_path: Path) -> None:

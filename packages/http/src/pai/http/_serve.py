@@ -122,11 +122,12 @@ def _is_loopback(host: str) -> bool:
 
 
 def _check_shared_storage(target: str) -> None:
-    """More than one worker needs a storage the workers share: each worker process would have
-    its own in-memory (or ``:memory:`` SQLite) store, and a thread would exist in one of them."""
+    """More than one worker needs a storage the workers share (each worker process would have
+    its own in-memory or ``:memory:`` SQLite store, and a thread would exist in one of them),
+    and a run channel they share (a client resuming or cancelling a run reaches any worker)."""
     import anyio
 
-    from pai.core import InMemoryStorage, SqliteStorage
+    from pai.core import InMemoryStorage, ProvidesRunChannel, SqliteStorage
 
     async def storage_of() -> object:
         app = await load_app(target)
@@ -140,8 +141,15 @@ def _check_shared_storage(target: str) -> None:
         raise ServeError(
             f"--workers > 1 needs a storage the worker processes share, and {target!r} keeps its "
             "threads in this process only (in memory): each worker would have threads of its "
-            "own. Give the app a SQLite file or PostgreSQL ([storage] url in pai.toml), or run "
-            "one worker"
+            "own. Give the app PostgreSQL storage ([storage] url in pai.toml), or run one worker"
+        )
+    if not isinstance(storage, ProvidesRunChannel):
+        raise ServeError(
+            f"--workers > 1 needs runs the worker processes share, and {target!r} uses "
+            f"{type(storage).__name__}, which carries no run between processes: a client that "
+            "resumes or cancels a run could reach a worker that does not know it. Give the app "
+            'PostgreSQL storage ([storage] url = "postgresql://..." in pai.toml), or run one '
+            "worker"
         )
 
 
