@@ -10,13 +10,18 @@ minimal HTTP/1.1 client on kept-alive connections (see ``_Connection``).
 Prints, in one run:
 
 - time to first token: from the request to the first text event, over AG-UI (``/ag-ui``) and the
-  AI SDK stream (``/chat``), against ``thread.stream`` in this process on the same app (from the
-  call to the first ``TextDelta``). Medians, the configurations interleaved round by round.
+  AI SDK stream (``/chat``), against ``thread.stream`` in this process on the same app (from
+  ``create_thread`` to the first ``TextDelta``: each HTTP run names a new thread too). Medians, the configurations interleaved round by round.
   Target: <= 1.2x; the added milliseconds are printed too;
 - 100 concurrent streaming clients (``/chat``), each running runs back to back in threads of its
   own on one kept-alive connection (a minimal HTTP/1.1 client: httpx would be the bottleneck),
   opened by one untimed run each before the clock starts: runs per second and the p50/p99
   latency of a whole run. Reported; any error fails it.
+
+Then the same again on PostgreSQL storage (``PAI_TEST_POSTGRES_URL``; skipped without it, unless
+``PAI_REQUIRE_POSTGRES=1``), where runs travel through the database's run channel: time to first
+token against ``thread.stream`` in this process on the same database (target <= 1.2x), and the
+concurrent clients.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ CLIENTS = 100
 RUNS_PER_CLIENT = 5
 
 
-def build_pai() -> Any:
+def build_pai(storage: Any = None) -> Any:
     from pai.core import InMemoryStorage, ResponseFinished, TextDelta, create_pai, define_agent
     from pai.core.testing import FunctionModel
 
@@ -53,17 +58,25 @@ def build_pai() -> Any:
     return create_pai(
         agents={"bench": {"agent": agent}},
         scope_key=lambda identity: str(identity),
-        storage=InMemoryStorage(),
+        storage=storage if storage is not None else InMemoryStorage(),
     )
 
 
-def serve(port: int) -> None:
+def _storage(url: str | None, schema: str | None) -> Any:
+    if url is None:
+        return None
+    from pai.storage_postgres import PostgresStorage
+
+    return PostgresStorage(url, schema=schema)
+
+
+def serve(port: int, url: str | None, schema: str | None) -> None:
     import uvicorn
 
     from pai.http import HttpLimits, create_asgi_app
 
     app = create_asgi_app(
-        build_pai(),
+        build_pai(_storage(url, schema)),
         authenticate=lambda request: request.headers.get("x-user", "anonymous"),
         limits=HttpLimits(max_runs_per_identity=1000),
     )
@@ -115,8 +128,9 @@ async def _first_token_in_process(pai: Any) -> float:
     from pai.core import TextDelta
 
     admin = pai.runtime("bench").admin(identity="bench")
-    thread = await admin.create_thread()
+    # The thread is made inside the clock, as the HTTP runs make theirs (a new id each).
     started = time.perf_counter()
+    thread = await admin.create_thread()
     first = 0.0
     async with aclosing(thread.stream("the question")) as events:
         async for event in events:
@@ -125,11 +139,11 @@ async def _first_token_in_process(pai: Any) -> float:
     return first
 
 
-async def bench_first_token(port: int) -> None:
+async def bench_first_token(port: int, url: str | None, schema: str | None) -> None:
     sys.path.insert(0, os.path.dirname(__file__))
     from _verdict import verdict
 
-    pai = build_pai()
+    pai = build_pai(_storage(url, schema))
     samples: dict[str, list[float]] = {"in process": [], "ag-ui": [], "ai-sdk": []}
     connection = _Connection(port)
     agui, chat = b"TEXT_MESSAGE_CONTENT", b'"text-delta"'
@@ -146,7 +160,7 @@ async def bench_first_token(port: int) -> None:
     base = statistics.median(samples["in process"])
     print(
         f"time to first token, model's own {FIRST_TOKEN * 1e3:.0f} ms included, median of {ROUNDS} "
-        "(uvicorn, 1 worker, 127.0.0.1; a kept-alive connection)"
+        f"(uvicorn, 1 worker, 127.0.0.1; a kept-alive connection; {_where(url)})"
     )
     print(f"  thread.stream in process  {base * 1e3:7.2f} ms")
     for name in ("ag-ui", "ai-sdk"):
@@ -212,7 +226,11 @@ class _Connection:
             await self._stream.aclose()
 
 
-async def bench_concurrent(port: int) -> None:
+def _where(url: str | None) -> str:
+    return "in-memory storage" if url is None else "PostgreSQL storage and run channel"
+
+
+async def bench_concurrent(port: int, url: str | None) -> None:
     import json
 
     latencies: list[float] = []
@@ -249,7 +267,7 @@ async def bench_concurrent(port: int) -> None:
     latencies.sort()
     print(
         f"{CLIENTS} concurrent streaming clients x {RUNS_PER_CLIENT} runs (/chat, 1 uvicorn worker, "
-        f"model's first token after {FIRST_TOKEN * 1e3:.0f} ms)"
+        f"model's first token after {FIRST_TOKEN * 1e3:.0f} ms; {_where(url)})"
     )
     print(f"  {len(latencies) / elapsed:8.1f} runs/s over {elapsed:.1f} s")
     if latencies:
@@ -262,9 +280,26 @@ async def bench_concurrent(port: int) -> None:
         raise SystemExit(1)
 
 
-def main() -> None:
+def _postgres_url() -> str | None:
+    """The server's URL, or ``None`` after printing why the PostgreSQL part is skipped
+    (exiting with status 1 instead when ``PAI_REQUIRE_POSTGRES=1``)."""
+    url = os.environ.get("PAI_TEST_POSTGRES_URL", "")
+    if url:
+        return url
+    reason = "PAI_TEST_POSTGRES_URL is not set (run under scripts/with-postgres.sh)"
+    if os.environ.get("PAI_REQUIRE_POSTGRES") == "1":
+        print(f"bench_http: PostgreSQL: FAILED: {reason} (and PAI_REQUIRE_POSTGRES=1)")
+        sys.exit(1)
+    print(f"bench_http: PostgreSQL: skipped: {reason}")
+    return None
+
+
+def _bench(url: str | None, schema: str | None) -> None:
     port = _free_port()
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
+    command = [sys.executable, __file__, "--serve", str(port)]
+    if url is not None and schema is not None:
+        command += [url, schema]
+    server = subprocess.Popen(command)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -275,15 +310,30 @@ def main() -> None:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise SystemExit("the server did not start") from None
                 time.sleep(0.05)
-        anyio.run(bench_first_token, port)
-        anyio.run(bench_concurrent, port)
+        anyio.run(bench_first_token, port, url, schema)
+        anyio.run(bench_concurrent, port, url)
     finally:
         server.terminate()
         server.wait(timeout=10)
 
 
+def main() -> None:
+    _bench(None, None)
+    url = _postgres_url()
+    if url is None:
+        return
+    import psycopg
+
+    schema = f"bench_http_{uuid.uuid4().hex[:12]}"
+    try:
+        _bench(url, schema)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
-        serve(int(sys.argv[2]))
+        serve(int(sys.argv[2]), *(sys.argv[3:5] or (None, None)))
     else:
         main()

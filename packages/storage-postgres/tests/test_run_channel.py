@@ -43,23 +43,29 @@ def _info(thread_id: str, run_id: str) -> RunInfo:
 
 @pytest.mark.anyio
 async def test_a_run_whose_owner_stopped_is_ended(schemas: TestSchemas) -> None:
-    async with PostgresStorage(schemas.url, schema=schemas.fresh()) as storage:
-        channel = PostgresRunChannel(storage._connector, stale_after=0.5)
-        await channel.begin(_info("t1", "r1"), max_live_per_key=1)
-        assert await channel.wait_cancel("r1", wait=0) is None  # the owner says it is alive
-        live = await channel.live("t1")
+    schema = schemas.fresh()
+    async with (
+        PostgresStorage(schemas.url, schema=schema) as owner_storage,
+        PostgresStorage(schemas.url, schema=schema) as other_storage,
+    ):
+        owner = PostgresRunChannel(owner_storage._connector, stale_after=0.5)
+        other = PostgresRunChannel(other_storage._connector, stale_after=0.5)
+        await owner.begin(_info("t1", "r1"), max_live_per_key=1)
+        assert await owner.wait_cancel("r1", wait=0) is None  # the owner says it is alive
+        live = await other.live("t1")
         assert live is not None
         assert live.run_id == "r1"
-        await anyio.sleep(1.0)  # ... and then says nothing: it died with its process
-        assert await channel.live("t1") is None
-        gone = await channel.get("r1")
+        await anyio.sleep(1.0)  # ... and then says nothing: its process died
+        assert await other.live("t1") is None
+        gone = await other.get("r1")
         assert gone is not None
         assert gone.finished
-        read = await channel.read("r1", after=0, wait=30)  # readers stop at once
+        with anyio.fail_after(10):
+            read = await other.read("r1", after=0, wait=30)  # readers stop at once
         assert read is not None
         assert read.finished
         # The thread and the key are free for the next run.
-        assert await channel.begin(_info("t1", "r2"), max_live_per_key=1) is None
+        assert await other.begin(_info("t1", "r2"), max_live_per_key=1) is None
 
 
 @pytest.mark.anyio

@@ -499,8 +499,9 @@ class Connector:
             yield event
 
     async def read(self, op: Callable[[Conn], Awaitable[_T]], *, doing: str) -> _T:
-        """Run ``op`` (statements that change nothing) on a pooled connection, again on another
-        one when the connection fails, until ``connect_timeout`` has passed."""
+        """Run ``op`` on a pooled connection (in autocommit), again on another one when the
+        connection fails, until ``connect_timeout`` has passed: statements that change nothing,
+        or one whose repetition changes nothing more (an idempotent update)."""
         return await self._bridge(lambda: self._read_here(op, doing))
 
     async def _read_here(self, op: Callable[[Conn], Awaitable[_T]], doing: str) -> _T:
