@@ -319,9 +319,9 @@ class Connector:
     """Runs operations on PostgreSQL for one storage (see the module documentation)."""
 
     def __init__(self, settings: ConnectionSettings) -> None:
-        self.settings = settings
-        self.display = settings.display
-        self.schema = settings.options.schema
+        self.settings: ConnectionSettings = settings
+        self.display: str = settings.display
+        self.schema: str = settings.options.schema
         self._timeout = settings.options.connect_timeout
         self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._states_lock = threading.Lock()
