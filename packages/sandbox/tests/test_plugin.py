@@ -82,9 +82,40 @@ def pai_sandbox_providers():
 """
 
 
+OTHER_PROVIDER = """
+
+class OtherOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: str
+    retries: int = 3
+
+
+@hookimpl
+def pai_sandbox_providers():
+    return [
+        SandboxProviderRegistration(name="fake", factory=make, options=FakeOptions),
+        SandboxProviderRegistration(name="other", factory=make, options=OtherOptions),
+    ]
+"""
+
+
 @pytest.fixture
 def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """Install the ``fake`` provider's distribution; load only it and pai-sandbox."""
+    yield from _install(tmp_path, monkeypatch, FAKE_PROVIDER, ["fake"])
+
+
+@pytest.fixture
+def fake_and_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """As ``fake``, the distribution registering a second provider, ``other``, too (one option
+    required)."""
+    yield from _install(tmp_path, monkeypatch, FAKE_PROVIDER + OTHER_PROVIDER, ["fake", "other"])
+
+
+def _install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, names: list[str]
+) -> Iterator[ModuleType]:
     for name in list(os.environ):
         if name.startswith("PAI_"):
             monkeypatch.delenv(name)
@@ -96,12 +127,12 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType
         "Metadata-Version: 2.1\nName: pai-sandbox-fake\nVersion: 1.0\n"
     )
     (dist_info / "entry_points.txt").write_text(f"[pai]\npai-sandbox-fake = {module}\n")
-    (folder / f"{module}.py").write_text(textwrap.dedent(FAKE_PROVIDER))
+    (folder / f"{module}.py").write_text(textwrap.dedent(source))
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-sandbox,pai-sandbox-fake")
     reset_plugins()
     plugins = get_plugins()
-    assert sorted(sandbox_providers(plugins)) == ["fake"]
+    assert sorted(sandbox_providers(plugins)) == names
     yield sys.modules[module]
     reset_plugins()
     del sys.modules[module]
@@ -328,6 +359,34 @@ def test_a_misspelt_provider_option_suggests_the_closest_key(
     message = str(error)
     assert "[capabilities.sandbox.fake].imgae: unknown key; did you mean 'image'?" in message
     assert str(tmp_path / "pai.toml") in message
+
+
+def test_a_misspelt_option_of_a_provider_not_selected_is_reported_all_the_same(
+    fake_and_other: ModuleType, tmp_path: Path
+) -> None:
+    # A typo in the table of a provider not in use would otherwise wait, silent, for the day
+    # someone switches to it.
+    error = config_error(
+        tmp_path,
+        '[capabilities.sandbox]\nprovider = "fake"\n[capabilities.sandbox.other]\nretires = 5\n',
+    )
+
+    message = str(error)
+    assert "invalid options for sandbox provider 'other' (not the one selected, 'fake')" in message
+    assert "[capabilities.sandbox.other].retires: unknown key; did you mean 'retries'?" in message
+    assert str(tmp_path / "pai.toml") in message
+    # A required option it lacks is no mistake while it is not selected.
+    assert "endpoint" not in message.split("Valid keys")[0]
+
+
+def test_a_provider_not_selected_may_lack_its_required_options(
+    fake_and_other: ModuleType, tmp_path: Path
+) -> None:
+    config = config_of(
+        tmp_path,
+        '[capabilities.sandbox]\nprovider = "fake"\n[capabilities.sandbox.other]\nretries = 5\n',
+    )
+    bind(config)  # no error: other's endpoint is needed only once other is selected
 
 
 def test_running_on_the_embedded_default_is_announced_once_at_warning(

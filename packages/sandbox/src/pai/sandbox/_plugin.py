@@ -123,7 +123,9 @@ def _sentence(text: str) -> str:
     return text if text.endswith(("?", ".")) else f"{text}."
 
 
-def _format_errors(error: ValidationError, section: str, valid: Iterable[str] = ()) -> str:
+def _format_errors(
+    error: ValidationError, section: str, valid: Iterable[str] = (), *, skip_missing: bool = False
+) -> str:
     from pai.core import did_you_mean
 
     def one(problem: Any) -> str:
@@ -134,7 +136,10 @@ def _format_errors(error: ValidationError, section: str, valid: Iterable[str] = 
             )
         return f"{section}.{loc}: {problem['msg']}"
 
-    return "; ".join(one(problem) for problem in error.errors())
+    problems = error.errors()
+    if skip_missing:
+        problems = [problem for problem in problems if problem["type"] != "missing"]
+    return "; ".join(one(problem) for problem in problems)
 
 
 def build_provider(
@@ -145,7 +150,6 @@ def build_provider(
     plugins: Plugins | None = None,
 ) -> SandboxProvider:
     """The installed provider ``name``, built from ``options`` validated by its model."""
-    from pydantic import ValidationError
 
     from pai.core import did_you_mean
 
@@ -159,16 +163,26 @@ def build_provider(
             f"{did_you_mean(name, [*providers, *KNOWN_PROVIDERS])}installed providers: "
             f"{_installed(providers)}. {advice} an installed one"
         )
+    return registration.factory(_validated(registration, options, section=section))
+
+
+def _validated(
+    registration: SandboxProviderRegistration, options: Mapping[str, Any] | None, *, section: str
+) -> BaseModel:
+    """``options`` validated by the provider's model; a :class:`ProviderOptionsError` naming
+    the key and the sub-table otherwise."""
+    from pydantic import ValidationError
+
+    name = registration.name
     subsection = f"{section.rstrip(']')}.{name}]"
     try:
-        validated = registration.options.model_validate(dict(options or {}))
+        return registration.options.model_validate(dict(options or {}))
     except ValidationError as error:
         raise ProviderOptionsError(
             f"invalid options for sandbox provider {name!r}: "
             f"{_sentence(_format_errors(error, subsection, registration.options.model_fields))} "
             f"Valid keys: {sorted(registration.options.model_fields)}"
         ) from error
-    return registration.factory(validated)
 
 
 def __getattr__(name: str) -> Any:
@@ -256,6 +270,36 @@ def _provider_from_settings(
                 f"a sub-table per installed provider ({sorted(providers)})"
             )
         )
+    # The sub-tables of installed providers not selected now are checked all the same: a typo
+    # there would otherwise wait, silent, for the day someone switches provider.
+    for other in sorted(key for key in extra if key != name):
+        table = extra[other]
+        if not isinstance(table, Mapping):
+            raise _with_path(
+                ProviderOptionsError(
+                    f"{section.rstrip(']')}.{other}] must be a table of options, got {table!r}"
+                ),
+                other,
+            )
+        registration = providers[other]
+        try:
+            registration.options.model_validate(dict(cast("Mapping[str, Any]", table)))
+        except ValidationError as error:
+            # A key the provider will need is not a mistake while it is not the one selected.
+            wrong = [problem for problem in error.errors() if problem["type"] != "missing"]
+            if wrong:
+                subsection = f"{section.rstrip(']')}.{other}]"
+                fields = registration.options.model_fields
+                problems = _format_errors(error, subsection, fields, skip_missing=True)
+                raise _with_path(
+                    ProviderOptionsError(
+                        f"invalid options for sandbox provider {other!r} (not the one selected, "
+                        f"{name!r}): {_sentence(problems)} Valid keys: "
+                        f"{sorted(registration.options.model_fields)}"
+                    ),
+                    other,
+                    *(str(part) for part in wrong[0]["loc"]),
+                ) from None
     options: object = extra.get(name) or {}
     if not isinstance(options, Mapping):
         raise _with_path(
