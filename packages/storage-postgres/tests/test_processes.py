@@ -4,7 +4,9 @@ Four processes each send 25 messages to the same thread, each run a user message
 that takes a while, its result and the answer: the thread ends with 100 whole runs, none
 interleaved with another, none lost or repeated. A process killed with SIGKILL in the middle of
 a run leaves the thread readable; the next run, from another process, takes the thread over once
-the dead run's lease expires, marks the dead run as interrupted, and completes.
+the dead run's lease expires, marks the dead run as interrupted, and completes. A thread
+deleted by one process while another runs it: the run stops at its next lease renewal, stores
+nothing more, and its caller gets ``ThreadDeletedError``.
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ async def main():
             print((await admin.create_thread()).id)
             return
         thread = admin.thread(thread_id)
+        if name == "delete":
+            await thread.delete()
+            return
         if runs == 0:
             await thread.send(f"{name} hang")
             return
@@ -190,3 +195,16 @@ def test_a_process_killed_mid_run_leaves_the_thread_usable_and_marked(project: P
     assert runs_of(messages[len(partial) + 1 :]) == ["next 0"], (
         "the next send did not complete after the kill"
     )
+
+
+def test_a_thread_deleted_by_one_process_stops_the_run_of_another(project: Path) -> None:
+    thread_id = finish(start(project, "create", "-", "0")).strip()
+    runner = start(project, "runner", thread_id, "0")
+    assert runner.stdout is not None
+    assert runner.stdout.readline() == "hanging\n"  # its run holds the thread, mid tool call
+    finish(start(project, "delete", thread_id, "0"))
+    # The runner renews its lease every run_lease_ttl / 3 = 1 s: it notices within a few.
+    _, stderr = runner.communicate(timeout=30)
+    assert runner.returncode != 0
+    assert "ThreadDeletedError" in stderr, stderr
+    assert read(project, thread_id) == []  # gone, with whatever the run had stored
