@@ -30,6 +30,7 @@ import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeAlias, cast
 
 import anyio
@@ -188,8 +189,10 @@ class AgentLoop:
         thread = await self._threads.get(caller, thread_id)
         agent = self._agents[thread.agent_name]
         staged: list[Message] = [UserMessage(content=text)]
+        # A partial, not a lambda: a closure would make a cell of each of these variables, held
+        # (with the function) by every run in flight, which the garbage collector walks.
         return await self._threads.leases.run(
-            thread.id, lambda lease: self.run(agent, thread, caller, staged, emit, lease)
+            thread.id, partial(self.run, agent, thread, caller, staged, emit)
         )
 
     def submit_tool_results(
@@ -205,7 +208,7 @@ class AgentLoop:
         thread = await self._threads.get(caller, thread_id)
         # Under the lease from the start: the pending calls are read by one run at a time.
         return await self._threads.leases.run(
-            thread.id, lambda lease: self._answer_tool_calls(caller, thread, results, lease)
+            thread.id, partial(self._answer_tool_calls, caller, thread, results)
         )
 
     async def _answer_tool_calls(
@@ -577,7 +580,7 @@ class AgentLoop:
                 child.id,
                 self._threads.leases.run(
                     child.id,
-                    lambda lease: self.run(subagent, child, run.caller, staged, emit, lease),
+                    partial(self.run, subagent, child, run.caller, staged, emit),
                 ),
             )
         except (StepLimitExceededError, ThreadDeletedError, RunLeaseLostError) as error:
