@@ -417,6 +417,48 @@ async def test_a_run_after_the_keeper_went_idle_is_renewed_again(db: Path) -> No
     assert checks == [True] * 5, "a run started after the keeper ended was not renewed"
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_keeper_holds_no_asyncio_timer_while_a_run_is_held(db: Path) -> None:
+    # asyncio drops a cancelled timer only from the head of its heap: a keeper's wake-up ten
+    # seconds ahead would keep every shorter-lived timer cancelled behind it alive (see
+    # _keeper_sleep). Whatever the keeper is waiting for, it is not a timer of the loop.
+    import asyncio
+
+    far: list[float] = []
+
+    async def body(label: str) -> None:
+        await anyio.sleep(0.05)  # the keeper has started and gone to sleep
+        loop = asyncio.get_running_loop()
+        scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+        far.extend(
+            handle.when() - loop.time()
+            for handle in scheduled
+            if not handle.cancelled() and handle.when() - loop.time() > 1.0
+        )
+
+    async with runtime_on(SqliteStorage(db), body=body, run_lease_ttl=30) as runtime:
+        thread = await runtime.admin(identity=None).create_thread()
+        await thread.send("held")
+    assert far == [], f"timers this far ahead (s) were pending during the run: {far}"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_closing_the_runtime_ends_its_keeper() -> None:
+    import asyncio
+
+    agent = define_agent(name="plain", model=FunctionModel(lambda request: text("hi")))
+    async with create_agent_runtime(
+        agent=agent, storage=InMemoryStorage(), scope_key=lambda identity: "acme"
+    ) as runtime:
+        thread = await runtime.admin(identity=None).create_thread()
+        await thread.send("one")
+        keepers = [t for t in asyncio.all_tasks() if t.get_name() == "pai run lease keeper"]
+        assert len(keepers) == 1, "the keeper lingers after a run: this test needs it running"
+    # Ended, not merely cancelled: until its task runs once more, a cancelled keeper still
+    # holds the runtime (and all its storage holds) alive.
+    assert keepers[0].done(), "aclose() returned while the run lease keeper was still running"
+
+
 class FlakyRenewals(SqliteStorage):
     """Renewals fail (as with an unreachable database) while ``failing`` is set."""
 

@@ -11,7 +11,9 @@ them once the lease is no longer current. How a run gets, keeps and gives back i
   held by a caller cancelled while it waits.
 - **Keeping.** One task per runtime and event loop (the *keeper*, started with the first lease
   and ending once none has been held for ``ttl / 3``, or when the runtime closes) renews every
-  lease every ``ttl / 3`` seconds: a run costs no task of its own.
+  lease every ``ttl / 3`` seconds: a run costs no task of its own. On asyncio it sleeps in a
+  worker thread, not on a timer of the loop (see :func:`_keeper_sleep`); closing the runtime
+  ends it.
   A renewal that finds the thread deleted cancels the run (its caller gets
   :class:`~pai.core.ThreadDeletedError`); one that finds the lease taken over cancels it with
   :class:`~pai.core.RunLeaseLostError`; a storage failure is tried again until the lease would
@@ -32,12 +34,14 @@ import os
 import random
 import socket
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from pai.core._detached import DetachedTask
 from pai.core._errors import (
@@ -68,6 +72,30 @@ def _loop() -> object:
     if loop is not None:
         return loop
     return sys.modules["trio"].lowlevel.current_trio_token()
+
+
+async def _keeper_sleep(seconds: float, loop: object) -> None:
+    """Sleep ``seconds`` without a timer on an asyncio loop: in a worker thread.
+
+    asyncio drops a cancelled timer only once it reaches the head of the loop's timer heap (or
+    when half the heap is cancelled). The keeper's wake-up, a few seconds ahead, would sit at
+    that head for the whole sleep and keep every command deadline cancelled behind it (the
+    sandbox's are minutes ahead) alive meanwhile: with a thousand commands queued that is a
+    thousand dead timers, promoted from one garbage collector generation to the next. A thread
+    parked on a ``threading.Event`` holds no timer; the event lets a cancelled sleep end its
+    thread at once. Its own limiter: the keeper never waits behind the app's threads. (trio
+    keeps its deadlines in a sorted structure that drops cancelled ones: it sleeps as usual.)
+    """
+    if not isinstance(loop, asyncio.AbstractEventLoop):
+        await anyio.sleep(seconds)
+        return
+    stop = threading.Event()
+    try:
+        await anyio.to_thread.run_sync(
+            stop.wait, seconds, abandon_on_cancel=True, limiter=anyio.CapacityLimiter(1)
+        )
+    finally:
+        stop.set()
 
 
 @dataclass(eq=False, slots=True)
@@ -267,10 +295,10 @@ class RunLeases:
                         # Linger a while: starting a keeper for every run costs more than the
                         # run's own lease does (one run after another is the common case).
                         idle = True
-                        await anyio.sleep(self.ttl / 3)
+                        await _keeper_sleep(self.ttl / 3, loop)
                         continue
                     idle = False
-                    await anyio.sleep(max(wake - anyio.current_time(), 0))
+                    await _keeper_sleep(max(wake - anyio.current_time(), 0), loop)
         except Exception:  # pragma: no cover - a bug; the keeper must not crash the event loop
             _log.exception("the run lease keeper failed; leases held now are no longer renewed")
         finally:
@@ -365,11 +393,22 @@ class RunLeases:
             f"{TTL_OPTION} in [storage] of pai.toml)"
         )
 
-    def close(self) -> None:
-        """Stop the keeper (the runs still holding leases are no longer renewed)."""
+    async def aclose(self) -> None:
+        """Stop the keeper and wait for it to end (the runs still holding leases are no longer
+        renewed).
+
+        Waiting matters: until its task has run once more, the cancelled keeper still holds
+        this runtime, and everything the runtime's storage holds, alive, so a closed runtime
+        would be freed only by a later full garbage collection. A keeper of another event loop
+        is only cancelled: its own loop ends it.
+        """
         keeper = self._keeper
-        if keeper is not None:
-            keeper.cancel()
+        if keeper is None:
+            return
+        keeper.cancel()
+        if self._keeper_loop is _loop():
+            with anyio.CancelScope(shield=True):
+                await keeper.wait()
 
 
 def busy(thread_id: str, waited: float) -> ThreadBusyError:

@@ -196,7 +196,7 @@ class Threads:
         if self.closed:
             return
         self.closed = True
-        self.leases.close()
+        await self.leases.aclose()
         async with anyio.create_task_group() as tg:
             for cap_id, binding in self._bindings.items():
                 tg.start_soon(self._close_binding, cap_id, binding)
