@@ -4,7 +4,8 @@
 #   bash scripts/with-docker.sh uv run nox
 #
 # 1. Packages: as root on Debian, installs what is missing of `docker.io` (only when no engine
-#    answers and there is no dockerd), `busybox-static` (for the test image) and, when this
+#    answers and there is no dockerd), `busybox-static` (for the test image), `gawk` and `jq`
+#    (copied into the bash test image with bash and coreutils) and, when this
 #    script starts the engine, `runsc` (gVisor, for the Docker provider's `runtime` option),
 #    quietly. PAI_WITH_GVISOR=0 leaves gVisor out.
 # 2. Engine: when `docker info` does not answer (DOCKER_HOST honoured), starts a private
@@ -48,6 +49,12 @@ if ! command -v dockerd >/dev/null 2>&1 && ! { command -v docker >/dev/null 2>&1
 fi
 if [[ -z "${BUSYBOX:-}" ]] && ! installed busybox-static; then
   missing+=(busybox-static)
+fi
+# The bash test image copies this machine's GNU tools; gawk and jq are the ones a Debian
+# machine may lack.
+if [[ -n "${PAI_DOCKER_BASH_TEST_IMAGE-pai-test-bash:latest}" ]]; then # "" skips that image
+  command -v gawk >/dev/null 2>&1 || missing+=(gawk)
+  command -v jq >/dev/null 2>&1 || missing+=(jq)
 fi
 # gVisor only matters to an engine started here (an existing engine keeps its own runtimes).
 want_gvisor=""
