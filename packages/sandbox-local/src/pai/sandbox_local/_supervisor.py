@@ -1,0 +1,757 @@
+"""The supervisor: the one long-lived process inside a local sandbox's namespaces.
+
+The host starts it once per instance (``bwrap ... python3 -I -S supervisor.py FD``, with the
+host's own interpreter mounted read-only at ``/opt/pai/python``) and hands it a listening Unix
+socket as file descriptor ``FD``; every operation is one connection to that socket: one request
+frame in, result frames out, then the connection closes. Nothing is multiplexed, so a host that
+gives up on an operation (a cancelled caller, its own deadline) just closes the connection, and
+the supervisor kills what the operation started.
+
+This file runs with the standard library only (``-I -S``: nothing of the host's site-packages),
+and the host imports its framing functions too, so both sides read one definition of the wire.
+
+A frame is an 8-byte header (two big-endian unsigned 32-bit lengths), a JSON document (a list
+starting with its kind) and a binary payload. Requests::
+
+    ["run", {script, cwd, env, stdin, timeout, output_limit}] + stdin bytes
+    ["read", path, max_bytes]          -> ["data"] + the file's bytes
+    ["write", [[path, mode, size], ...]] + the contents, one after another
+    ["list", path]                     -> ["entries", [[name, type, size], ...]]
+    ["remove", path, recursive]  ["mkdir", path, parents]  ["exists", path]
+    ["ping"]                           -> ["pong", {facts}]
+
+Answers: ``["ok", value]``, ``["err", errno_name, message]``; a command streams
+``["out", 1 or 2] + chunk`` frames and ends with ``["exit", {code, timed_out, truncated}]``.
+
+Commands. Each runs as ``SHELL -c SCRIPT`` under a *command init*: a forked copy of this process
+that marks itself the child subreaper, so everything the command starts (background jobs,
+double forks, ``setsid`` and ``env -i`` orphans) stays its descendant. At the deadline, or when the
+host hangs up, the supervisor stops and kills that whole subtree (found through ``/proc``, again
+until nothing is left) and then the command init: nothing of the command runs afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import selectors
+import shutil
+import signal
+import socket
+import stat
+import struct
+import sys
+import time
+
+HEADER = struct.Struct("!II")
+"""The frame header: the JSON document's length, then the payload's length."""
+
+MAX_JSON = 4 * 1024 * 1024
+"""The largest JSON document either side accepts."""
+
+MAX_REQUEST_PAYLOAD = 1024 * 1024 * 1024
+"""The largest payload the supervisor accepts in one request (a batch of files, stdin)."""
+
+CHUNK = 64 * 1024
+"""How much of a command's output is read (and forwarded) at a time."""
+
+EXIT_TIMEOUT = 124
+SHELL = "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
+"""What runs a command's script: bash where the sandbox has it, as the contract asks."""
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+class ProtocolError(Exception):
+    """A frame that breaks the format (too long, not JSON, wrong shape)."""
+
+
+def encode_frame(document: object, payload: bytes = b"") -> bytes:
+    """One frame: ``document`` as JSON (ASCII, lone surrogates escaped) plus ``payload``."""
+    body = json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    if len(body) > MAX_JSON:
+        raise ProtocolError(f"a message of {len(body)} bytes is over the limit of {MAX_JSON}")
+    return HEADER.pack(len(body), len(payload)) + body + payload
+
+
+def decode_body(body: bytes) -> list[object]:
+    """The JSON document of a frame: a non-empty list starting with a string."""
+    try:
+        document: object = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ProtocolError(f"a message is not JSON: {error}") from None
+    if not isinstance(document, list) or not document or not isinstance(document[0], str):
+        raise ProtocolError("a message is not a list starting with its kind")
+    return document  # pyright: ignore[reportUnknownVariableType]
+
+
+# -- files ----------------------------------------------------------------------------------------
+
+
+def _entry_type(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "other"
+
+
+def _read(path: str, max_bytes: int) -> tuple[object, bytes]:
+    # Opened first, then measured: the size checked is the size of the file that is read.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if info.st_size > max_bytes:
+            return ["too_large", info.st_size], b""
+        chunks: list[bytes] = []
+        left = max_bytes + 1  # one byte over tells a file that grew past the limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1024 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            return ["too_large", len(data)], b""
+        return ["data"], data
+    finally:
+        os.close(fd)
+
+
+def _write(entries: list[list[object]], payload: bytes) -> None:
+    offset = 0
+    for path, mode, size in entries:
+        assert isinstance(path, str)
+        assert isinstance(mode, int)
+        assert isinstance(size, int)
+        content = payload[offset : offset + size]
+        offset += size
+        try:
+            _write_one(path, mode, content)
+        except OSError as error:
+            # Reported against the path asked for, whichever part of it failed.
+            raise OSError(error.errno, error.strerror, path) from None
+
+
+def _write_one(path: str, mode: int, content: bytes) -> None:
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except FileExistsError:  # a file where a folder of the path should be
+            raise NotADirectoryError(errno.ENOTDIR, "Not a directory", path) from None
+    # No O_TRUNC before we know it is a file: opening a folder for writing fails (EISDIR), and
+    # the folder is left as it was.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.ftruncate(fd, 0)
+        view = memoryview(content)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fchmod(fd, mode & 0o7777)
+    finally:
+        os.close(fd)
+
+
+def _list(path: str) -> list[list[object]]:
+    entries: list[list[object]] = []
+    with os.scandir(path) as listing:
+        for entry in listing:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # removed while listed
+            entries.append([entry.name, _entry_type(info.st_mode), info.st_size])
+    entries.sort(key=lambda item: str(item[0]))
+    return entries
+
+
+def _remove(path: str, recursive: bool) -> None:
+    info = os.lstat(path)
+    if stat.S_ISDIR(info.st_mode):
+        if recursive:
+            shutil.rmtree(path)  # never follows a link out of the folder
+        else:
+            os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def _make_dir(path: str, parents: bool) -> None:
+    if parents:
+        if os.path.isdir(path):
+            return
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.mkdir(path)
+
+
+def file_operation(request: list[object], payload: bytes) -> tuple[object, bytes]:
+    """Run one file request; its answer (``["ok", value]`` or a payload-carrying document)."""
+    kind = request[0]
+    if kind == "read":
+        path, max_bytes = request[1], request[2]
+        assert isinstance(path, str)
+        assert isinstance(max_bytes, int)
+        return _read(path, max_bytes)
+    if kind == "write":
+        entries = request[1]
+        assert isinstance(entries, list)
+        _write(entries, payload)  # pyright: ignore[reportUnknownArgumentType]
+        return ["ok", None], b""
+    if kind == "list":
+        path = request[1]
+        assert isinstance(path, str)
+        return ["ok", _list(path)], b""
+    if kind == "remove":
+        path, recursive = request[1], request[2]
+        assert isinstance(path, str)
+        _remove(path, bool(recursive))
+        return ["ok", None], b""
+    if kind == "mkdir":
+        path, parents = request[1], request[2]
+        assert isinstance(path, str)
+        _make_dir(path, bool(parents))
+        return ["ok", None], b""
+    if kind == "exists":
+        path = request[1]
+        assert isinstance(path, str)
+        return ["ok", os.path.exists(path)], b""
+    raise ProtocolError(f"unknown request {kind!r}")
+
+
+# -- commands -------------------------------------------------------------------------------------
+
+
+def _set_subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        os._exit(125)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below ``root`` (children, theirs, ...), from ``/proc``."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as file:
+                data = file.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = data[data.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            parents[int(name)] = int(fields[1])
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent:
+                found.append(pid)
+                frontier.append(pid)
+    return found
+
+
+def kill_tree(init_pid: int) -> None:
+    """Stop, then kill, everything below the command init ``init_pid``, until nothing is left."""
+    for _ in range(100):
+        below = _descendants(init_pid)
+        if not below:
+            break
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in below:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+        time.sleep(0.001)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(init_pid, signal.SIGKILL)
+
+
+def _command_init(
+    shell: str,
+    script: str,
+    cwd: str,
+    env: dict[str, str],
+    fds: tuple[int, int, int],
+    status_w: int,
+    keep: set[int],
+) -> None:
+    """The forked child that runs one command (never returns)."""
+    try:
+        start = 3
+        for fd in sorted({*fds, status_w, *keep}):
+            if fd >= start:
+                os.closerange(start, fd)
+                start = fd + 1
+        os.closerange(start, os.sysconf("SC_OPEN_MAX"))
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        _set_subreaper()
+        pid = os.fork()
+        if pid == 0:
+            stdin, stdout, stderr = fds
+            os.dup2(stdin, 0)
+            os.dup2(stdout, 1)
+            os.dup2(stderr, 2)
+            for fd in (stdin, stdout, stderr, status_w):
+                if fd > 2:
+                    os.close(fd)
+            os.setsid()
+            _apply_limits()
+            try:
+                os.chdir(cwd)
+            except OSError as error:
+                os.write(2, f"cannot run the command in {cwd}: {error.strerror}\n".encode())
+                os._exit(1)
+            try:
+                os.execve(shell, [os.path.basename(shell), "-c", script], env)
+            except OSError as error:
+                os.write(2, f"{shell}: {error.strerror}\n".encode())
+                os._exit(127)
+        for fd in fds:
+            os.close(fd)
+        status: int | None = None
+        while True:  # reap the shell and every orphan that falls to us
+            try:
+                done, code = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if done == pid:
+                status = code
+                os.write(status_w, f"{code}\n".encode())
+        if status is None:
+            os.write(status_w, b"-1\n")
+    finally:
+        os._exit(0)
+
+
+class Command:
+    """One running command and the connection that asked for it."""
+
+    def __init__(self, conn: Connection, options: dict[str, object], stdin: bytes) -> None:
+        self.conn = conn
+        self.output_limit = int(options.get("output_limit", 1 << 20))  # type: ignore[arg-type]
+        timeout = options.get("timeout")
+        self.deadline = None if timeout is None else time.monotonic() + float(timeout)  # type: ignore[arg-type]
+        self.sent = [0, 0]
+        self.truncated = False
+        self.status: int | None = None
+        self.timed_out = False
+        self.open_streams = 2
+        self.stdin = stdin
+        self.stdin_fd: int | None = None
+        env = {str(k): str(v) for k, v in dict(options.get("env") or {}).items()}  # type: ignore[arg-type]
+        stdin_r, stdin_w = (
+            os.pipe() if options.get("stdin") else (os.open(os.devnull, os.O_RDONLY), -1)
+        )
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        status_r, status_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            _command_init(
+                SHELL,
+                str(options["script"]),
+                str(options["cwd"]),
+                env,
+                (stdin_r, out_w, err_w),
+                status_w,
+                set(),
+            )
+        for fd in (stdin_r, out_w, err_w, status_w):
+            os.close(fd)
+        self.out_fds = {out_r: 0, err_r: 1}
+        self.status_fd = status_r
+        self.status_buf = b""
+        if stdin_w >= 0:
+            os.set_blocking(stdin_w, False)
+            self.stdin_fd = stdin_w
+            if not self.stdin:
+                os.close(stdin_w)
+                self.stdin_fd = None
+        for fd in self.out_fds:
+            os.set_blocking(fd, False)
+
+    @property
+    def finished(self) -> bool:
+        return self.status is not None and self.open_streams == 0
+
+    def result(self) -> dict[str, object]:
+        if self.timed_out:
+            code = EXIT_TIMEOUT
+        elif self.status is None or self.status < 0:
+            code = 137
+        elif os.WIFSIGNALED(self.status):
+            code = 128 + os.WTERMSIG(self.status)
+        else:
+            code = os.WEXITSTATUS(self.status)
+        return {"code": code, "timed_out": self.timed_out, "truncated": self.truncated}
+
+
+class Connection:
+    """One accepted connection: reads one request, then answers it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.inbuf = bytearray()
+        self.outbuf = bytearray()
+        self.command: Command | None = None
+        self.closing = False
+        self.request_done = False
+
+
+class Watch:
+    """What a command's file descriptor in the selector is for."""
+
+    __slots__ = ("command", "kind")
+
+    def __init__(self, kind: str, command: Command) -> None:
+        self.kind = kind
+        self.command = command
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    """SIGCHLD's handler: the signal only has to wake the selector (``set_wakeup_fd``)."""
+
+
+class Supervisor:
+    def __init__(self, listener: socket.socket) -> None:
+        self.listener = listener
+        self.selector = selectors.DefaultSelector()
+        self.connections: dict[int, Connection] = {}
+        self.commands: dict[int, Command] = {}  # by command init pid
+        self.fd_owner: dict[int, Command] = {}
+        wake_r, wake_w = socket.socketpair()
+        wake_r.setblocking(False)
+        wake_w.setblocking(False)
+        self.wake_r = wake_r
+        self.wake_w = wake_w
+        signal.set_wakeup_fd(wake_w.fileno())
+        signal.signal(signal.SIGCHLD, _ignore_signal)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        self.selector.register(listener, selectors.EVENT_READ, "listen")
+        self.selector.register(wake_r, selectors.EVENT_READ, "wake")
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        while True:
+            timeout = self._next_deadline()
+            for key, events in self.selector.select(timeout):
+                data = key.data
+                if data == "listen":
+                    self._accept()
+                elif data == "wake":
+                    with contextlib.suppress(BlockingIOError):
+                        self.wake_r.recv(4096)
+                elif isinstance(data, Connection):
+                    if events & selectors.EVENT_READ:
+                        self._readable(data)
+                    if events & selectors.EVENT_WRITE and data.sock.fileno() >= 0:
+                        self._flush(data)
+                elif isinstance(data, Watch):
+                    if data.kind == "out":
+                        self._output(data.command, key.fd)
+                    elif data.kind == "status":
+                        self._status(data.command)
+                    else:
+                        self._feed(data.command)
+            self._reap()
+            self._expire()
+
+    def _next_deadline(self) -> float | None:
+        deadlines = [c.deadline for c in self.commands.values() if c.deadline is not None]
+        if not deadlines:
+            return None
+        return max(min(deadlines) - time.monotonic(), 0)
+
+    def _accept(self) -> None:
+        try:
+            sock, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        sock.setblocking(False)
+        conn = Connection(sock)
+        self.connections[sock.fileno()] = conn
+        self.selector.register(sock, selectors.EVENT_READ, conn)
+
+    def _readable(self, conn: Connection) -> None:
+        try:
+            data = conn.sock.recv(1024 * 1024)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._hangup(conn)
+            return
+        if conn.request_done:
+            return  # nothing more is expected; a host only hangs up
+        conn.inbuf += data
+        if len(conn.inbuf) < HEADER.size:
+            return
+        json_size, payload_size = HEADER.unpack_from(conn.inbuf)
+        if json_size > MAX_JSON or payload_size > MAX_REQUEST_PAYLOAD:
+            self._hangup(conn)
+            return
+        if len(conn.inbuf) < HEADER.size + json_size + payload_size:
+            return
+        body = bytes(conn.inbuf[HEADER.size : HEADER.size + json_size])
+        payload = bytes(conn.inbuf[HEADER.size + json_size :])
+        conn.inbuf = bytearray()
+        conn.request_done = True
+        try:
+            request = decode_body(body)
+        except ProtocolError:
+            self._hangup(conn)
+            return
+        self._handle(conn, request, payload)
+
+    def _handle(self, conn: Connection, request: list[object], payload: bytes) -> None:
+        kind = request[0]
+        if kind == "run":
+            options = request[1]
+            if not isinstance(options, dict):
+                self._hangup(conn)
+                return
+            try:
+                command = Command(conn, options, payload)  # pyright: ignore[reportUnknownArgumentType]
+            except OSError as error:
+                self._answer(
+                    conn, ["err", errno.errorcode.get(error.errno or 0, "EIO"), str(error)]
+                )
+                return
+            conn.command = command
+            self.commands[command.pid] = command
+            for fd in command.out_fds:
+                self.selector.register(fd, selectors.EVENT_READ, Watch("out", command))
+            self.selector.register(
+                command.status_fd, selectors.EVENT_READ, Watch("status", command)
+            )
+            if command.stdin_fd is not None:
+                self.selector.register(
+                    command.stdin_fd, selectors.EVENT_WRITE, Watch("stdin", command)
+                )
+            return
+        if kind == "shutdown":  # the instance is being destroyed (by another process)
+            for command in list(self.commands.values()):
+                kill_tree(command.pid)
+            os._exit(0)
+        if kind == "ping":
+            self._answer(conn, ["pong", {"pid": os.getpid(), "uid": os.getuid()}])
+            return
+        try:
+            document, data = file_operation(request, payload)
+        except OSError as error:
+            name = errno.errorcode.get(error.errno or 0, "EIO")
+            where = error.filename if isinstance(error.filename, str) else None
+            self._answer(conn, ["err", name, error.strerror or str(error), where])
+            return
+        except (ProtocolError, AssertionError, TypeError, ValueError) as error:
+            self._answer(conn, ["err", "EINVAL", f"bad request: {error}"])
+            return
+        self._answer(conn, document, data)
+
+    # -- answers ----------------------------------------------------------------------------------
+
+    def _send(self, conn: Connection, document: object, payload: bytes = b"") -> None:
+        if conn.closing:
+            return
+        conn.outbuf += encode_frame(document, payload)
+        self._flush(conn)
+
+    def _answer(self, conn: Connection, document: object, payload: bytes = b"") -> None:
+        self._send(conn, document, payload)
+        conn.closing = True
+        self._flush(conn, closing=True)
+
+    def _flush(self, conn: Connection, closing: bool = False) -> None:
+        try:
+            while conn.outbuf:
+                sent = conn.sock.send(conn.outbuf)
+                del conn.outbuf[:sent]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            self._hangup(conn)
+            return
+        fd = conn.sock.fileno()
+        if fd < 0:
+            return
+        if conn.outbuf:
+            self.selector.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+        else:
+            self.selector.modify(conn.sock, selectors.EVENT_READ, conn)
+            if conn.closing or closing:
+                self._close(conn)
+
+    def _close(self, conn: Connection) -> None:
+        fd = conn.sock.fileno()
+        if fd < 0:
+            return
+        self.selector.unregister(conn.sock)
+        self.connections.pop(fd, None)
+        conn.sock.close()
+
+    def _hangup(self, conn: Connection) -> None:
+        """The host went away (or broke the protocol): stop what it asked for."""
+        conn.closing = True
+        command = conn.command
+        if command is not None and not command.finished:
+            self._end(command, kill=True)
+        self._close(conn)
+
+    # -- commands ---------------------------------------------------------------------------------
+
+    def _feed(self, command: Command) -> None:
+        fd = command.stdin_fd
+        if fd is None:
+            return
+        try:
+            written = os.write(fd, command.stdin[:CHUNK])
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # the command closed its stdin: the rest is not wanted
+            written = len(command.stdin)
+        command.stdin = command.stdin[written:]
+        if not command.stdin:
+            self._close_stdin(command)
+
+    def _close_stdin(self, command: Command) -> None:
+        fd = command.stdin_fd
+        if fd is not None:
+            self.selector.unregister(fd)
+            os.close(fd)
+            command.stdin_fd = None
+
+    def _output(self, command: Command, fd: int) -> None:
+        try:
+            chunk = os.read(fd, CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.selector.unregister(fd)
+            os.close(fd)
+            del command.out_fds[fd]
+            command.open_streams -= 1
+            self._maybe_done(command)
+            return
+        stream = command.out_fds[fd]
+        room = command.output_limit - command.sent[stream]
+        if room <= 0:
+            command.truncated = True
+            return  # drained and dropped: the command is never blocked on a full pipe
+        if len(chunk) > room:
+            chunk = chunk[:room]
+            command.truncated = True
+        command.sent[stream] += len(chunk)
+        self._send(command.conn, ["out", stream + 1], chunk)
+
+    def _status(self, command: Command) -> None:
+        try:
+            data = os.read(command.status_fd, 64)
+        except (BlockingIOError, InterruptedError):
+            return
+        if data:
+            command.status_buf += data
+            if not command.status_buf.endswith(b"\n"):
+                return
+        with contextlib.suppress(ValueError):
+            command.status = int(command.status_buf.strip() or b"-1")
+        if command.status is None:
+            command.status = -1
+        self.selector.unregister(command.status_fd)
+        os.close(command.status_fd)
+        command.status_fd = -1
+        self._maybe_done(command)
+
+    def _maybe_done(self, command: Command) -> None:
+        if command.finished:
+            self._end(command, kill=False)
+
+    def _end(self, command: Command, *, kill: bool) -> None:
+        if kill:
+            kill_tree(command.pid)
+        self._close_stdin(command)
+        for fd in list(command.out_fds):
+            self.selector.unregister(fd)
+            os.close(fd)
+        command.out_fds.clear()
+        command.open_streams = 0
+        if command.status_fd >= 0:
+            self.selector.unregister(command.status_fd)
+            os.close(command.status_fd)
+            command.status_fd = -1
+        if command.status is None:
+            command.status = -1
+        command.deadline = None
+        self._answer(command.conn, ["exit", command.result()])
+        command.conn.command = None
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for command in list(self.commands.values()):
+            if command.deadline is not None and now >= command.deadline and not command.finished:
+                command.timed_out = True
+                self._end(command, kill=True)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.commands.pop(pid, None)
+
+
+LIMITS: dict[str, int] = {}
+"""The resource limits every command starts with (from the host: ``memory``, ``processes``,
+``file_size`` in bytes or counts), applied in the command's own process before ``exec``."""
+
+
+def _apply_limits() -> None:
+    import resource
+
+    for name, which in (
+        ("memory", resource.RLIMIT_DATA),
+        ("processes", resource.RLIMIT_NPROC),
+        ("file_size", resource.RLIMIT_FSIZE),
+        ("open_files", resource.RLIMIT_NOFILE),
+    ):
+        value = LIMITS.get(name)
+        if value:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(which, (value, value))
+
+
+def main() -> None:
+    fd = int(sys.argv[1])
+    LIMITS.update(json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
+    listener = socket.socket(fileno=fd)
+    listener.setblocking(False)
+    os.set_inheritable(fd, False)
+    Supervisor(listener).serve()
+
+
+if __name__ == "__main__":
+    main()

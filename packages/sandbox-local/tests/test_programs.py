@@ -1,0 +1,87 @@
+"""Real programs run in a local sandbox as they run anywhere: the host's own bash, python3, git."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from pai.sandbox import Sandbox, SandboxSessionManager
+from pai.sandbox_local import LocalSandboxProvider
+
+pytestmark = pytest.mark.anyio
+
+SCRIPT = (
+    'if [ ! -f p ]; then\n  echo "no pkg"\nfi\nfor i in 1 2; do\n  echo "n=$i"\ndone\necho end\n'
+)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def box(state_dir: Path) -> AsyncIterator[Sandbox]:
+    provider = LocalSandboxProvider(state_dir=state_dir)
+    manager = SandboxSessionManager(provider)
+    try:
+        yield Sandbox(manager.handle("programs"), default_timeout=30)
+    finally:
+        await provider.destroy("programs")
+        await provider.aclose()
+
+
+def needs(program: str) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed on this machine, so no sandbox here has it")
+
+
+async def test_real_python3(box: Sandbox) -> None:
+    needs("python3")
+    result = await box.run_command("python3 -c 'import sys; print(sys.version_info[0] * 7)'")
+    assert (result.exit_code, result.stdout) == (0, "21\n"), result
+
+
+@pytest.mark.parametrize("runner", ["sh s.sh", "bash s.sh", "sh < s.sh", "cat s.sh | sh"])
+async def test_multi_line_scripts_run_as_bash_runs_them(box: Sandbox, runner: str) -> None:
+    await box.write_files({"/workspace/s.sh": SCRIPT})
+    result = await box.run_command(runner)
+    assert (result.exit_code, result.stdout) == (0, "no pkg\nn=1\nn=2\nend\n"), result
+
+
+async def test_stdin_reaches_a_nested_shell(box: Sandbox) -> None:
+    result = await box.run_command("sh -c 'cat > g; wc -c < g'", stdin=b"abc\n")
+    assert result.stdout.strip() == "4", result
+    assert await box.read_file("/workspace/g") == b"abc\n"
+
+
+async def test_git_init_and_commit(box: Sandbox) -> None:
+    needs("git")
+    result = await box.run_command(
+        "git init -q repo && cd repo && echo hi > a && git add a && "
+        "git -c user.name=t -c user.email=t@example.com commit -qm first && git log --format=%s"
+    )
+    assert (result.exit_code, result.stdout) == (0, "first\n"), result
+
+
+async def test_file_modes_and_mtimes_are_real(box: Sandbox) -> None:
+    result = await box.run_command(
+        "touch -d '2020-02-03 04:05:06' f && chmod 640 f && stat -c '%a %y' f"
+    )
+    assert result.exit_code == 0, result
+    assert result.stdout.startswith("640 2020-02-03 04:05:06"), result
+
+
+async def test_uname_id_whoami_and_hostname(box: Sandbox) -> None:
+    result = await box.run_command("uname -s; id -u; id -un; whoami; hostname")
+    system, uid, name, whoami, hostname = result.stdout.split("\n")[:5]
+    assert (system, uid, name, whoami) == ("Linux", "1000", "user", "user"), result
+    assert hostname.startswith("pai-"), result
+
+
+async def test_home_is_the_workspace(box: Sandbox) -> None:
+    result = await box.run_command('echo "$HOME"; cd ~ && pwd')
+    assert result.stdout == "/workspace\n/workspace\n", result
