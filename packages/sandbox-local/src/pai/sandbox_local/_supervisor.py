@@ -37,6 +37,7 @@ import ctypes
 import errno
 import json
 import os
+import resource
 import selectors
 import shutil
 import signal
@@ -233,9 +234,11 @@ def file_operation(request: list[object], payload: bytes) -> tuple[object, bytes
 # -- commands -------------------------------------------------------------------------------------
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once: a command's init only calls prctl
+
+
 def _set_subreaper() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    if _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         os._exit(125)
 
 
@@ -280,71 +283,121 @@ def kill_tree(init_pid: int) -> None:
         os.kill(init_pid, signal.SIGKILL)
 
 
-def _command_init(
-    shell: str,
-    script: str,
-    cwd: str,
-    env: dict[str, str],
-    fds: tuple[int, int, int],
-    status_w: int,
-    keep: set[int],
-) -> None:
-    """The forked child that runs one command (never returns)."""
+class Spare:
+    """A command init forked ahead of time, waiting for its command on ``channel``.
+
+    Forking this process is the slowest step of starting a command, so it happens between
+    commands: the supervisor keeps one spare and forks the next right after handing one out.
+    The spare marks itself the child subreaper, receives the command (its JSON and the three
+    ends of its standard streams, as ancillary data) and then works as :func:`_run_command`
+    says. Its wait status goes back on the same channel; an end-of-file there without one means
+    the init died.
+    """
+
+    def __init__(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.pid = os.fork()
+        if self.pid == 0:
+            parent.close()
+            _spare_main(child)  # never returns
+        child.close()
+        self.channel = parent
+
+    def hand(self, job: dict[str, object], fds: list[int]) -> int:
+        """Send the command to the spare; the channel's file descriptor, for its status."""
+        body = json.dumps(job, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        head = HEADER.pack(len(body), 0)
+        socket.send_fds(self.channel, [head], fds)
+        self.channel.sendall(body)
+        return self.channel.detach()
+
+    def discard(self) -> None:
+        """Kill a spare that will not be used."""
+        self.channel.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _spare_main(channel: socket.socket) -> None:
+    """A spare command init's life (never returns)."""
     try:
-        start = 3
-        for fd in sorted({*fds, status_w, *keep}):
-            if fd >= start:
-                os.closerange(start, fd)
-                start = fd + 1
-        os.closerange(start, os.sysconf("SC_OPEN_MAX"))
+        fd = channel.fileno()
+        os.closerange(3, fd)
+        os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         _set_subreaper()
-        pid = os.fork()
-        if pid == 0:
-            stdin, stdout, stderr = fds
-            os.dup2(stdin, 0)
-            os.dup2(stdout, 1)
-            os.dup2(stderr, 2)
-            for fd in (stdin, stdout, stderr, status_w):
-                if fd > 2:
-                    os.close(fd)
-            os.setsid()
-            _apply_limits()
-            try:
-                os.chdir(cwd)
-            except OSError as error:
-                os.write(2, f"cannot run the command in {cwd}: {error.strerror}\n".encode())
-                os._exit(1)
-            try:
-                os.execve(shell, [os.path.basename(shell), "-c", script], env)
-            except OSError as error:
-                os.write(2, f"{shell}: {error.strerror}\n".encode())
-                os._exit(127)
-        for fd in fds:
-            os.close(fd)
-        status: int | None = None
-        while True:  # reap the shell and every orphan that falls to us
-            try:
-                done, code = os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-            except InterruptedError:
-                continue
-            if done == pid:
-                status = code
-                os.write(status_w, f"{code}\n".encode())
-        if status is None:
-            os.write(status_w, b"-1\n")
+        head, fds, _, _ = socket.recv_fds(channel, HEADER.size, 3)
+        if len(head) < HEADER.size or len(fds) != 3:
+            os._exit(0)  # the supervisor ended, or handed out nothing
+        size, _ = HEADER.unpack(head)
+        body = bytearray()
+        while len(body) < size:
+            chunk = channel.recv(size - len(body))
+            if not chunk:
+                os._exit(0)
+            body += chunk
+        job = json.loads(body)
+        env = {str(k): str(v) for k, v in job["env"].items()}
+        _run_command(str(job["script"]), str(job["cwd"]), env, (fds[0], fds[1], fds[2]), fd)
     finally:
         os._exit(0)
+
+
+def _run_command(
+    script: str, cwd: str, env: dict[str, str], fds: tuple[int, int, int], status: int
+) -> None:
+    """In a command init: start ``SHELL -c script``, reap it and every orphan that falls to
+    this process, and write the shell's wait status to ``status``."""
+    _apply_limits()  # inherited by the shell and everything it starts
+    stdin, stdout, stderr = fds
+    try:
+        os.chdir(cwd)
+    except OSError as error:
+        os.write(stderr, f"cannot run the command in {cwd}: {error.strerror}\n".encode())
+        os.write(status, f"{1 << 8}\n".encode())  # a wait status: exit code 1
+        return
+    # posix_spawn (vfork underneath): no second copy of this Python process per command.
+    try:
+        pid = os.posix_spawn(
+            SHELL,
+            [os.path.basename(SHELL), "-c", script],
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, stdin, 0),
+                (os.POSIX_SPAWN_DUP2, stdout, 1),
+                (os.POSIX_SPAWN_DUP2, stderr, 2),
+            ],
+            setsid=True,
+        )
+    except OSError as error:
+        os.write(stderr, f"{SHELL}: {error.strerror}\n".encode())
+        os.write(status, f"{127 << 8}\n".encode())
+        return
+    for fd in fds:
+        os.close(fd)
+    reported = False
+    while True:  # reap the shell and every orphan that falls to us
+        try:
+            done, code = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if done == pid:
+            reported = True
+            os.write(status, f"{code}\n".encode())
+    if not reported:
+        os.write(status, b"-1\n")
 
 
 class Command:
     """One running command and the connection that asked for it."""
 
-    def __init__(self, conn: Connection, options: dict[str, object], stdin: bytes) -> None:
+    def __init__(
+        self, conn: Connection, options: dict[str, object], stdin: bytes, spare: Spare
+    ) -> None:
         self.conn = conn
         self.output_limit = int(options.get("output_limit", 1 << 20))  # type: ignore[arg-type]
         timeout = options.get("timeout")
@@ -362,20 +415,13 @@ class Command:
         )
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        status_r, status_w = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:
-            _command_init(
-                SHELL,
-                str(options["script"]),
-                str(options["cwd"]),
-                env,
-                (stdin_r, out_w, err_w),
-                status_w,
-                set(),
-            )
-        for fd in (stdin_r, out_w, err_w, status_w):
-            os.close(fd)
+        self.pid = spare.pid
+        job = {"script": options["script"], "cwd": options["cwd"], "env": env}
+        try:
+            status_r = spare.hand(job, [stdin_r, out_w, err_w])
+        finally:
+            for fd in (stdin_r, out_w, err_w):
+                os.close(fd)
         self.out_fds = {out_r: 0, err_r: 1}
         self.status_fd = status_r
         self.status_buf = b""
@@ -445,15 +491,22 @@ class Supervisor:
         signal.set_wakeup_fd(wake_w.fileno())
         signal.signal(signal.SIGCHLD, _ignore_signal)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        self.spare: Spare | None = None
         self.selector.register(listener, selectors.EVENT_READ, "listen")
         self.selector.register(wake_r, selectors.EVENT_READ, "wake")
 
     # -- the loop ---------------------------------------------------------------------------------
 
     def serve(self) -> None:
+        self.spare = Spare()
         while True:
-            timeout = self._next_deadline()
-            for key, events in self.selector.select(timeout):
+            # The next spare is forked once nothing else waits (a command just took the last).
+            short = self._spare_taken()
+            ready = self.selector.select(0 if short else self._next_deadline())
+            if not ready and short:
+                self.spare = Spare()
+                continue
+            for key, events in ready:
                 data = key.data
                 if data == "listen":
                     self._accept()
@@ -474,6 +527,9 @@ class Supervisor:
                         self._feed(data.command)
             self._reap()
             self._expire()
+
+    def _spare_taken(self) -> bool:
+        return self.spare is None
 
     def _next_deadline(self) -> float | None:
         deadlines = [c.deadline for c in self.commands.values() if c.deadline is not None]
@@ -530,9 +586,11 @@ class Supervisor:
             if not isinstance(options, dict):
                 self._hangup(conn)
                 return
+            spare, self.spare = self.spare or Spare(), None
             try:
-                command = Command(conn, options, payload)  # pyright: ignore[reportUnknownArgumentType]
+                command = Command(conn, options, payload, spare)  # pyright: ignore[reportUnknownArgumentType]
             except OSError as error:
+                spare.discard()
                 self._answer(
                     conn, ["err", errno.errorcode.get(error.errno or 0, "EIO"), str(error)]
                 )
@@ -552,6 +610,8 @@ class Supervisor:
         if kind == "shutdown":  # the instance is being destroyed (by another process)
             for command in list(self.commands.values()):
                 kill_tree(command.pid)
+            if self.spare is not None:
+                self.spare.discard()
             os._exit(0)
         if kind == "ping":
             self._answer(conn, ["pong", {"pid": os.getpid(), "uid": os.getuid()}])
@@ -730,8 +790,6 @@ LIMITS: dict[str, int] = {}
 
 
 def _apply_limits() -> None:
-    import resource
-
     for name, which in (
         ("memory", resource.RLIMIT_DATA),
         ("processes", resource.RLIMIT_NPROC),
