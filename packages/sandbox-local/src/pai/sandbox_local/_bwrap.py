@@ -32,6 +32,7 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from pai.sandbox.provider import SandboxProviderError, SandboxUnavailableError
+from pai.sandbox_local._seccomp import filter_program
 from pai.sandbox_local._supervisor import HEADER, MAX_JSON, ProtocolError, decode_body, encode_frame
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
@@ -127,8 +128,11 @@ def probe(bwrap: str) -> None:
         raise explain_bwrap_failure(done.returncode, done.stderr.decode(errors="replace").strip())
 
 
-def bwrap_argv(bwrap: str, layout: Layout, listener_fd: int) -> list[str]:
-    """The ``bwrap`` command line that starts an instance's supervisor on ``listener_fd``."""
+def bwrap_argv(
+    bwrap: str, layout: Layout, listener_fd: int, seccomp_fd: int | None = None
+) -> list[str]:
+    """The ``bwrap`` command line that starts an instance's supervisor on ``listener_fd``, under
+    the seccomp filter ``bwrap`` reads from ``seccomp_fd``."""
     prefix, executable = host_python()
     argv = [
         bwrap,
@@ -153,6 +157,8 @@ def bwrap_argv(bwrap: str, layout: Layout, listener_fd: int) -> list[str]:
         argv += ["--ro-bind-try", name, name]
     for name in ("passwd", "group", "hosts", "hostname"):
         argv += ["--ro-bind", str(layout.etc / name), f"/etc/{name}"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     argv += [
         "--proc",
         "/proc",
@@ -228,19 +234,29 @@ def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
         os.chmod(path, 0o600)
         listener.listen(128)
         fd = listener.fileno()
+        program = filter_program()
+        seccomp_fd: int | None = None
+        if program is not None:
+            # A pipe holds the whole program (well under its 64 KiB): bwrap reads it to the end.
+            seccomp_fd, writer = os.pipe()
+            os.write(writer, program)
+            os.close(writer)
         try:
             process = subprocess.Popen(
-                bwrap_argv(bwrap, layout, fd),
+                bwrap_argv(bwrap, layout, fd, seccomp_fd),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                pass_fds=(fd,),
+                pass_fds=(fd,) if seccomp_fd is None else (fd, seccomp_fd),
                 start_new_session=True,
             )
         except OSError as error:
             raise SandboxUnavailableError(
                 f"the local sandbox could not start bwrap ({bwrap}): {error}"
             ) from None
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
     finally:
         listener.close()
     return Supervisor(process, path)
