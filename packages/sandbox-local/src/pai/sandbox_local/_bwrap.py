@@ -32,6 +32,7 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from pai.sandbox.provider import SandboxProviderError, SandboxUnavailableError
+from pai.sandbox_local._cgroups import JOIN, Group
 from pai.sandbox_local._seccomp import filter_program
 from pai.sandbox_local._supervisor import HEADER, MAX_JSON, ProtocolError, decode_body, encode_frame
 
@@ -96,6 +97,8 @@ class Layout:
     gid: int
     network: bool
     limits: dict[str, int]
+    cgroup: Group | None = None
+    """The sandbox's own control group, where this machine lets us make one."""
 
 
 def _program_folders() -> list[str]:
@@ -195,9 +198,12 @@ def bwrap_argv(
 class Supervisor:
     """A running supervisor this process started: its ``bwrap`` process and socket."""
 
-    def __init__(self, process: subprocess.Popen[bytes], socket_path: Path) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], socket_path: Path, cgroup: Group | None = None
+    ) -> None:
         self.process = process
         self.socket_path = socket_path
+        self.cgroup = cgroup
 
     @property
     def alive(self) -> bool:
@@ -212,6 +218,8 @@ class Supervisor:
                 self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
 
 def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
@@ -241,9 +249,19 @@ def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
             seccomp_fd, writer = os.pipe()
             os.write(writer, program)
             os.close(writer)
+        argv = bwrap_argv(bwrap, layout, fd, seccomp_fd)
+        env: dict[str, str] | None = None
+        if layout.cgroup is not None:
+            layout.cgroup.make(
+                processes=layout.limits.get("processes"), memory=layout.limits.get("memory")
+            )
+            # bwrap joins the group before it runs: nothing of the sandbox starts outside it.
+            argv = ["/bin/sh", "-c", JOIN, "sh", *argv]
+            env = {"PAI_CGROUP_PROCS": ":".join(layout.cgroup.procs_files)}
         try:
             process = subprocess.Popen(
-                bwrap_argv(bwrap, layout, fd, seccomp_fd),
+                argv,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -259,7 +277,7 @@ def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
                 os.close(seccomp_fd)
     finally:
         listener.close()
-    return Supervisor(process, path)
+    return Supervisor(process, path, layout.cgroup)
 
 
 def startup_failure(supervisor: Supervisor) -> SandboxUnavailableError | None:

@@ -52,6 +52,7 @@ from pai.sandbox_local._bwrap import (
     start_supervisor,
     startup_failure,
 )
+from pai.sandbox_local._cgroups import Group, place
 from pai.sandbox_local._instance import LocalSandboxInstance
 from pai.sandbox_local._options import LocalOptions, size_bytes
 
@@ -142,6 +143,7 @@ class LocalSandboxProvider:
             "LANG": "C.UTF-8",
             **options.env,
         }
+        self._cgroups = place() if options.processes or options.memory else None
         self._supervisors: dict[str, Supervisor] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -149,6 +151,38 @@ class LocalSandboxProvider:
     @property
     def name(self) -> str:
         return "local"
+
+    @property
+    def limits_in_effect(self) -> dict[str, str]:
+        """How each limit holds on this machine: ``{"processes": ..., "memory": ...}``.
+
+        With a control group per sandbox (cgroup v2 delegated to this process, or v1 as root)
+        the limits count all of a sandbox's processes together; otherwise they are resource
+        limits of each process (``RLIMIT_NPROC`` counts the host user's processes, and the
+        kernel does not apply it to root: as root without control groups a sandbox's process
+        count is not bounded).
+        """
+        options = self.options
+        group = self._cgroups
+        processes = (
+            "none"
+            if options.processes is None
+            else f"{options.processes} processes for the sandbox ({group.describe()} pids.max)"
+            if group is not None
+            else "none: the host user is root, whom RLIMIT_NPROC does not bound, and no "
+            "control group can be made here"
+            if os.geteuid() == 0
+            else f"{options.processes} processes of the host user (RLIMIT_NPROC)"
+        )
+        memory = (
+            "none"
+            if options.memory is None
+            else f"{options.memory} for the sandbox ({group.describe()}), and per process "
+            "(RLIMIT_DATA)"
+            if group is not None and "memory" in group.parents
+            else f"{options.memory} per process (RLIMIT_DATA)"
+        )
+        return {"processes": processes, "memory": memory}
 
     @property
     def features(self) -> ProviderFeatures:
@@ -185,6 +219,9 @@ class LocalSandboxProvider:
             gid=self._gid,
             network=self.options.network,
             limits=self._limits,
+            cgroup=None
+            if self._cgroups is None
+            else Group(self._cgroups, f"pai-local-{self.options.namespace}-{key_digest(key)}"),
         )
 
     def _create_sync(self, key: str) -> LocalSandboxInstance:
