@@ -53,8 +53,8 @@ async def test_the_process_count_is_bounded(provider: LocalSandboxProvider) -> N
     # Python's spawn fails at once when the count is reached (bash's fork would retry).
     result = await box.run_command(
         "python3 -c 'import subprocess\nstarted = []\ntry:\n    for _ in range(150):\n"
-        "        started.append(subprocess.Popen([\"sleep\", \"3\"]))\n"
-        "except OSError as error:\n    print(\"refused\", error.errno)\nprint(len(started))'",
+        '        started.append(subprocess.Popen(["sleep", "3"]))\n'
+        'except OSError as error:\n    print("refused", error.errno)\nprint(len(started))\'',
         timeout=20,
     )
     refused, count = result.stdout.split("\n")[:2]

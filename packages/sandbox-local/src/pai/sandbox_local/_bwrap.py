@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import anyio
 import anyio.abc
@@ -34,7 +35,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from pai.sandbox.provider import SandboxProviderError, SandboxUnavailableError
 from pai.sandbox_local._cgroups import JOIN, Group
 from pai.sandbox_local._seccomp import filter_program
-from pai.sandbox_local._supervisor import HEADER, MAX_JSON, ProtocolError, decode_body, encode_frame
+from pai.sandbox_local._supervisor import HEADER, MAX_JSON, encode_request
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 PYTHON_MOUNT = "/opt/pai/python"
@@ -138,7 +139,7 @@ def bwrap_argv(
     the seccomp filter ``bwrap`` reads from ``seccomp_fd``."""
     prefix, executable = host_python()
     argv = [
-        bwrap,
+        bwrap,  # shown in the sandbox's /proc/1/cmdline as "bwrap": see start_supervisor
         "--unshare-user",
         "--unshare-pid",
         "--unshare-ipc",
@@ -190,7 +191,7 @@ def bwrap_argv(
         "-S",
         SUPERVISOR_MOUNT,
         str(listener_fd),
-        json.dumps(layout.limits),
+        ",".join(f"{name}={value}" for name, value in sorted(layout.limits.items())),
     ]
     return argv
 
@@ -250,17 +251,20 @@ def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
             os.write(writer, program)
             os.close(writer)
         argv = bwrap_argv(bwrap, layout, fd, seccomp_fd)
+        executable = argv[0]
         env: dict[str, str] | None = None
         if layout.cgroup is not None:
             layout.cgroup.make(
                 processes=layout.limits.get("processes"), memory=layout.limits.get("memory")
             )
             # bwrap joins the group before it runs: nothing of the sandbox starts outside it.
-            argv = ["/bin/sh", "-c", JOIN, "sh", *argv]
+            argv = ["/bin/sh", "-c", JOIN, "sh", executable, *argv[1:]]
+            executable = "/bin/sh"
             env = {"PAI_CGROUP_PROCS": ":".join(layout.cgroup.procs_files)}
         try:
             process = subprocess.Popen(
                 argv,
+                executable=executable,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -317,6 +321,22 @@ def explain_bwrap_failure(code: int, message: str) -> SandboxUnavailableError:
 # -- one operation ------------------------------------------------------------------------------
 
 
+def decode_answer(body: bytes) -> list[object]:
+    """An answer's JSON document, which must be a non-empty list starting with a string."""
+    try:
+        document: object = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise SandboxProviderError(
+            f"the local sandbox's supervisor sent an answer that is not JSON: {error}"
+        ) from None
+    if not isinstance(document, list) or not document or not isinstance(document[0], str):
+        raise SandboxProviderError(
+            "the local sandbox's supervisor sent an answer that is not a list starting with "
+            "its kind"
+        )
+    return cast("list[object]", document)
+
+
 class SupervisorGoneError(SandboxProviderError):
     """The supervisor's connection ended before its answer did (the supervisor died)."""
 
@@ -350,10 +370,7 @@ class Answer:
             raise SupervisorGoneError(
                 "the local sandbox's supervisor ended the connection in the middle of an answer"
             ) from error
-        try:
-            return decode_body(body), payload
-        except ProtocolError as error:
-            raise SandboxProviderError(f"the local sandbox's supervisor: {error}") from None
+        return decode_answer(body), payload
 
 
 async def connect(socket_path: Path) -> anyio.abc.SocketStream | None:
@@ -368,11 +385,13 @@ async def connect(socket_path: Path) -> anyio.abc.SocketStream | None:
         ) from None
 
 
-async def send(stream: anyio.abc.SocketStream, document: object, payload: bytes = b"") -> None:
-    frame = encode_frame(document)
+async def send(
+    stream: anyio.abc.SocketStream, document: list[object], payload: bytes = b""
+) -> None:
+    frame = encode_request(document)
     # The header says how long the payload is; write it without copying it into the frame.
-    json_size, _ = HEADER.unpack_from(frame)
-    await stream.send(HEADER.pack(json_size, len(payload)) + frame[HEADER.size :])
+    size, _ = HEADER.unpack_from(frame)
+    await stream.send(HEADER.pack(size, len(payload)) + frame[HEADER.size :])
     if payload:
         await stream.send(payload)
 

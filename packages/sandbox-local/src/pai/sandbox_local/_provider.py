@@ -209,11 +209,11 @@ class LocalSandboxProvider:
             return None
         return {name: str(value) for name, value in fields.items()}
 
-    def _layout(self, key: str, folder: Path) -> Layout:
+    def _layout(self, key: str, folder: Path, instance_id: str) -> Layout:
         return Layout(
             workspace=folder / "workspace",
             etc=folder / "etc",
-            socket=folder / "sock",
+            socket=folder / _socket_name(instance_id),
             hostname=f"pai-{key_digest(key)[:12]}",
             uid=self._uid,
             gid=self._gid,
@@ -271,22 +271,25 @@ class LocalSandboxProvider:
     # -- the supervisor ------------------------------------------------------------------------
 
     async def _connect(self, key: str, folder: Path, instance_id: str) -> anyio.abc.SocketStream:
+        # The socket is named after the incarnation: one re-created by another process listens
+        # elsewhere, so a connection here always reaches this incarnation's supervisor.
+        socket_path = folder / _socket_name(instance_id)
+        stream = await connect(socket_path)
+        if stream is not None:
+            return stream
         meta = self._meta(folder)
         if meta is None or meta["instance_id"] != instance_id:
             raise SandboxVanishedError(f"the local sandbox {key!r} no longer exists")
-        stream = await connect(folder / "sock")
-        if stream is not None:
-            return stream
-        supervisor = self._start(key, folder)
+        supervisor = self._start(key, folder, instance_id)
         await self._await_ready(supervisor)
-        stream = await connect(folder / "sock")
+        stream = await connect(socket_path)
         if stream is None:
             raise SandboxProviderError(
                 f"the local sandbox {key!r} was started but its supervisor does not listen"
             )
         return stream
 
-    def _start(self, key: str, folder: Path) -> Supervisor | None:
+    def _start(self, key: str, folder: Path, instance_id: str) -> Supervisor | None:
         """Start the instance's supervisor unless another task or process just did (``None``:
         another process's supervisor listens)."""
         if self._closed:
@@ -295,13 +298,14 @@ class LocalSandboxProvider:
             self._bwrap = find_bwrap(self._bwrap_explicit)
         with self._lock, _flock(folder / ".lock"):
             current = self._supervisors.get(str(folder))
-            if current is not None and current.alive and _listening(folder / "sock"):
+            socket_path = folder / _socket_name(instance_id)
+            if current is not None and current.alive and _listening(socket_path):
                 return current
-            if current is None and _listening(folder / "sock"):
+            if current is None and _listening(socket_path):
                 return None
             if current is not None:
                 current.kill()
-            supervisor = start_supervisor(self._bwrap, self._layout(key, folder))
+            supervisor = start_supervisor(self._bwrap, self._layout(key, folder, instance_id))
             self._supervisors[str(folder)] = supervisor
             return supervisor
 
@@ -339,9 +343,11 @@ class LocalSandboxProvider:
         if supervisor is not None:
             supervisor.kill()
         else:
-            _shutdown(folder / "sock")
-        with contextlib.suppress(FileNotFoundError):
-            (folder / "sock").unlink()
+            for socket_path in folder.glob("sock-*"):
+                _shutdown(socket_path)
+        for socket_path in folder.glob("sock-*"):
+            with contextlib.suppress(FileNotFoundError):
+                socket_path.unlink()
 
     # -- the protocol --------------------------------------------------------------------------
 
@@ -434,6 +440,11 @@ class LocalSandboxProvider:
             supervisor.kill()
 
 
+def _socket_name(instance_id: str) -> str:
+    """The supervisor's socket in the instance's folder, named after its incarnation."""
+    return f"sock-{instance_id[:16]}"
+
+
 def _listening(path: Path) -> bool:
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -447,13 +458,13 @@ def _listening(path: Path) -> bool:
 
 def _shutdown(path: Path) -> None:
     """Ask the supervisor listening at ``path`` (another process's) to end everything."""
-    from pai.sandbox_local._supervisor import encode_frame
+    from pai.sandbox_local._supervisor import encode_request
 
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(2)
     try:
         probe.connect(os.fspath(path))
-        probe.sendall(encode_frame(["shutdown"]))
+        probe.sendall(encode_request(["shutdown"]))
         probe.recv(1)  # the supervisor closes the connection as it ends
     except OSError:
         pass

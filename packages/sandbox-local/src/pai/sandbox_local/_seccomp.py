@@ -3,7 +3,8 @@ namespaces.
 
 It refuses what a program in a sandbox never needs and what widens the kernel surface an escape
 would use: new namespaces (``unshare``, ``setns``, ``clone`` with a namespace flag), mounting
-(``mount``, the new mount API, ``pivot_root``), ``ptrace`` and reading other processes' memory,
+(``mount``, the new mount API, ``pivot_root``), ``ptrace`` and reaching into other processes
+(their memory, ``pidfd_getfd``, ``process_madvise``, ``kcmp``),
 the kernel keyrings, kernel modules, ``bpf``, ``perf_event_open``, ``userfaultfd``, handles to
 files by number (``open_by_handle_at``), rebooting, swap, clock setting, accounting and
 ``syslog``. Each fails with ``EPERM``, as for a user without the privilege, except ``clone3``,
@@ -33,6 +34,7 @@ _X86_64 = {
     "mount_setattr": 442, "acct": 163, "settimeofday": 164, "clock_settime": 227,
     "adjtimex": 159, "clock_adjtime": 305, "syslog": 103, "quotactl": 179,
     "lookup_dcookie": 212, "vhangup": 153, "iopl": 172, "ioperm": 173, "uselib": 134,
+    "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 312,
 }  # fmt: skip
 _GENERIC = {
     "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40,
@@ -44,7 +46,8 @@ _GENERIC = {
     "fsconfig": 431, "fsmount": 432, "move_mount": 429, "open_tree": 428, "fspick": 433,
     "mount_setattr": 442, "acct": 89, "settimeofday": 170, "clock_settime": 112,
     "adjtimex": 171, "clock_adjtime": 266, "syslog": 116, "quotactl": 60,
-    "lookup_dcookie": 18, "vhangup": 58,
+    "lookup_dcookie": 18, "vhangup": 58, "pidfd_getfd": 438, "process_madvise": 440,
+    "kcmp": 272,
 }  # fmt: skip
 _ARCHES: dict[str, tuple[int, dict[str, int], int, int]] = {
     # machine: (AUDIT_ARCH_*, refused calls, clone, clone3)

@@ -9,9 +9,12 @@ the supervisor kills what the operation started.
 
 This file runs with the standard library only (``-I -S``: nothing of the host's site-packages),
 and the host imports its framing functions too, so both sides read one definition of the wire.
+It imports as little as it can: its start is most of a new sandbox's first command.
 
-A frame is an 8-byte header (two big-endian unsigned 32-bit lengths), a JSON document (a list
-starting with its kind) and a binary payload. Requests::
+A frame is an 8-byte header (two big-endian unsigned 32-bit lengths), a document (a list
+starting with its kind) and a binary payload. The host's requests are ``marshal`` documents
+(built in, nothing to import; the supervisor trusts the host); the supervisor's answers are JSON
+(ASCII), which is all the host ever decodes from a sandbox. Requests::
 
     ["run", {script, cwd, env, stdin, timeout, output_limit}] + stdin bytes
     ["read", path, max_bytes]          -> ["data"] + the file's bytes
@@ -32,20 +35,27 @@ until nothing is left) and then the command init: nothing of the command runs af
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
-import json
+import marshal
 import os
 import resource
 import selectors
-import shutil
 import signal
 import socket
 import stat
 import struct
 import sys
 import time
+
+TYPE_CHECKING = False  # not typing's: importing typing would cost every sandbox's start
+if TYPE_CHECKING:
+    from typing import cast
+else:
+
+    def cast(_type: object, value: object) -> object:
+        return value
+
 
 HEADER = struct.Struct("!II")
 """The frame header: the JSON document's length, then the payload's length."""
@@ -69,23 +79,73 @@ class ProtocolError(Exception):
     """A frame that breaks the format (too long, not JSON, wrong shape)."""
 
 
-def encode_frame(document: object, payload: bytes = b"") -> bytes:
-    """One frame: ``document`` as JSON (ASCII, lone surrogates escaped) plus ``payload``."""
-    body = json.dumps(document, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+def encode_request(document: list[object], payload: bytes = b"") -> bytes:
+    """A request frame (host to supervisor): ``document`` as marshal data, plus ``payload``."""
+    body = marshal.dumps(document)
     if len(body) > MAX_JSON:
-        raise ProtocolError(f"a message of {len(body)} bytes is over the limit of {MAX_JSON}")
+        raise ProtocolError(f"a request of {len(body)} bytes is over the limit of {MAX_JSON}")
     return HEADER.pack(len(body), len(payload)) + body + payload
 
 
-def decode_body(body: bytes) -> list[object]:
-    """The JSON document of a frame: a non-empty list starting with a string."""
+def decode_request(body: bytes) -> list[object]:
+    """A request's document: a non-empty list starting with a string."""
     try:
-        document: object = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ProtocolError(f"a message is not JSON: {error}") from None
+        document: object = marshal.loads(body)
+    except (EOFError, ValueError, TypeError) as error:
+        raise ProtocolError(f"a request is not readable: {error}") from None
     if not isinstance(document, list) or not document or not isinstance(document[0], str):
-        raise ProtocolError("a message is not a list starting with its kind")
+        raise ProtocolError("a request is not a list starting with its kind")
     return document  # pyright: ignore[reportUnknownVariableType]
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _quote(text: str) -> str:
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    parts: list[str] = []
+    for char in text:
+        code = ord(char)
+        if char in _ESCAPES:
+            parts.append(_ESCAPES[char])
+        elif 0x20 <= code < 0x7F:
+            parts.append(char)
+        elif code <= 0xFFFF:  # lone surrogates (surrogateescape) included, as \udcXX
+            parts.append(f"\\u{code:04x}")
+        else:
+            code -= 0x10000
+            parts.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+    return '"' + "".join(parts) + '"'
+
+
+def _json(value: object) -> str:
+    """``value`` as JSON text (ASCII): the answers' few types, without importing ``json``."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, (list, tuple)):
+        items = cast("list[object]", value)
+        return "[" + ",".join(_json(item) for item in items) + "]"
+    if isinstance(value, dict):
+        pairs = cast("dict[object, object]", value)
+        return "{" + ",".join(f"{_quote(str(k))}:{_json(v)}" for k, v in pairs.items()) + "}"
+    raise ProtocolError(f"cannot send a {type(value).__name__}")
+
+
+def encode_answer(document: object, payload: bytes = b"") -> bytes:
+    """An answer frame (supervisor to host): ``document`` as JSON, plus ``payload``."""
+    body = _json(document).encode("ascii")
+    if len(body) > MAX_JSON:
+        raise ProtocolError(f"an answer of {len(body)} bytes is over the limit of {MAX_JSON}")
+    return HEADER.pack(len(body), len(payload)) + body + payload
 
 
 # -- files ----------------------------------------------------------------------------------------
@@ -181,6 +241,8 @@ def _remove(path: str, recursive: bool) -> None:
     info = os.lstat(path)
     if stat.S_ISDIR(info.st_mode):
         if recursive:
+            import shutil  # here: its import is a cost every sandbox's start would pay
+
             shutil.rmtree(path)  # never follows a link out of the folder
         else:
             os.rmdir(path)
@@ -276,11 +338,15 @@ def kill_tree(init_pid: int) -> None:
             break
         for sig in (signal.SIGSTOP, signal.SIGKILL):
             for pid in below:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
+                try:
                     os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
         time.sleep(0.001)
-    with contextlib.suppress(ProcessLookupError):
+    try:
         os.kill(init_pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class Spare:
@@ -305,7 +371,7 @@ class Spare:
 
     def hand(self, job: dict[str, object], fds: list[int]) -> int:
         """Send the command to the spare; the channel's file descriptor, for its status."""
-        body = json.dumps(job, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        body = marshal.dumps(job)
         head = HEADER.pack(len(body), 0)
         socket.send_fds(self.channel, [head], fds)
         self.channel.sendall(body)
@@ -314,8 +380,10 @@ class Spare:
     def discard(self) -> None:
         """Kill a spare that will not be used."""
         self.channel.close()
-        with contextlib.suppress(ProcessLookupError):
+        try:
             os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _spare_main(channel: socket.socket) -> None:
@@ -338,7 +406,7 @@ def _spare_main(channel: socket.socket) -> None:
             if not chunk:
                 os._exit(0)
             body += chunk
-        job = json.loads(body)
+        job = marshal.loads(body)
         env = {str(k): str(v) for k, v in job["env"].items()}
         _run_command(str(job["script"]), str(job["cwd"]), env, (fds[0], fds[1], fds[2]), fd)
     finally:
@@ -511,8 +579,10 @@ class Supervisor:
                 if data == "listen":
                     self._accept()
                 elif data == "wake":
-                    with contextlib.suppress(BlockingIOError):
+                    try:
                         self.wake_r.recv(4096)
+                    except BlockingIOError:
+                        pass
                 elif isinstance(data, Connection):
                     if events & selectors.EVENT_READ:
                         self._readable(data)
@@ -573,7 +643,7 @@ class Supervisor:
         conn.inbuf = bytearray()
         conn.request_done = True
         try:
-            request = decode_body(body)
+            request = decode_request(body)
         except ProtocolError:
             self._hangup(conn)
             return
@@ -633,7 +703,7 @@ class Supervisor:
     def _send(self, conn: Connection, document: object, payload: bytes = b"") -> None:
         if conn.closing:
             return
-        conn.outbuf += encode_frame(document, payload)
+        conn.outbuf += encode_answer(document, payload)
         self._flush(conn)
 
     def _answer(self, conn: Connection, document: object, payload: bytes = b"") -> None:
@@ -734,8 +804,10 @@ class Supervisor:
             command.status_buf += data
             if not command.status_buf.endswith(b"\n"):
                 return
-        with contextlib.suppress(ValueError):
+        try:
             command.status = int(command.status_buf.strip() or b"-1")
+        except ValueError:
+            pass
         if command.status is None:
             command.status = -1
         self.selector.unregister(command.status_fd)
@@ -798,13 +870,23 @@ def _apply_limits() -> None:
     ):
         value = LIMITS.get(name)
         if value:
-            with contextlib.suppress(ValueError, OSError):
+            try:
                 resource.setrlimit(which, (value, value))
+            except (ValueError, OSError):
+                pass
+
+
+_PR_SET_DUMPABLE = 4
 
 
 def main() -> None:
     fd = int(sys.argv[1])
-    LIMITS.update(json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
+    for item in sys.argv[2].split(",") if len(sys.argv) > 2 and sys.argv[2] else ():
+        name, _, value = item.partition("=")
+        LIMITS[name] = int(value)
+    # Not dumpable: a command (same user) can neither trace this process nor open its file
+    # descriptors through /proc, so the socket it listens on stays the host's way in alone.
+    _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     listener = socket.socket(fileno=fd)
     listener.setblocking(False)
     os.set_inheritable(fd, False)
