@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from pai.sandbox import Sandbox, SandboxSessionManager
@@ -85,3 +88,32 @@ async def test_uname_id_whoami_and_hostname(box: Sandbox) -> None:
 async def test_home_is_the_workspace(box: Sandbox) -> None:
     result = await box.run_command('echo "$HOME"; cd ~ && pwd')
     assert result.stdout == "/workspace\n/workspace\n", result
+
+
+async def test_two_first_uses_of_a_key_at_once_get_one_instance(state_dir: Path) -> None:
+    # Four provider objects share nothing but the state folder, as four processes would; each
+    # does what the session manager does on a first use: find nothing, then create.
+    providers = [LocalSandboxProvider(state_dir=state_dir) for _ in range(4)]
+    all_found_none = threading.Barrier(len(providers))
+    ids: list[str] = []
+
+    async def first_use(provider: LocalSandboxProvider) -> None:
+        assert await provider.find("raced") is None
+        all_found_none.wait(timeout=30)
+        ids.append((await provider.create("raced")).instance_id)
+
+    def blocking(provider: LocalSandboxProvider) -> None:
+        anyio.run(first_use, provider)
+
+    async def in_a_thread(provider: LocalSandboxProvider) -> None:
+        await anyio.to_thread.run_sync(blocking, provider)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for provider in providers:
+                tg.start_soon(in_a_thread, provider)
+        assert len(set(ids)) == 1, f"four first uses made {len(set(ids))} instances"
+    finally:
+        await providers[0].destroy("raced")
+        for provider in providers:
+            await provider.aclose()

@@ -60,6 +60,7 @@ START_DEADLINE = 20.0
 """Seconds a new instance's supervisor may take to answer its first ping."""
 
 _USERS = {"user": (1000, 1000), "root": (0, 0)}
+_ABSENT_KEPT = 10_000
 
 
 def default_state_dir() -> Path:
@@ -145,6 +146,8 @@ class LocalSandboxProvider:
         }
         self._cgroups = place() if options.processes or options.memory else None
         self._supervisors: dict[str, Supervisor] = {}
+        self._absent: dict[str, datetime] = {}
+        """When ``find`` last found no instance, by key: ``create`` adopts one made since."""
         self._lock = threading.Lock()
         self._closed = False
 
@@ -225,7 +228,24 @@ class LocalSandboxProvider:
         )
 
     def _create_sync(self, key: str) -> LocalSandboxInstance:
+        """A new instance for ``key``, replacing an older one; but when another process made
+        one for ``key`` after this provider last found none (two first uses of a key at once:
+        both found none, both create), that one is the instance for both."""
+        started = self._absent.pop(key, None) or datetime.now(UTC)
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        locks = self.root / ".locks"
+        locks.mkdir(exist_ok=True, mode=0o700)
+        with _flock(locks / key_digest(key)):
+            meta = self._meta(self._folder(key))
+            if (
+                meta is not None
+                and meta["key"] == key
+                and datetime.fromisoformat(meta["created_at"]) >= started
+            ):
+                return self._instance(key, meta["instance_id"])
+            return self._make_sync(key)
+
+    def _make_sync(self, key: str) -> LocalSandboxInstance:
         folder = self._folder(key)
         self._destroy_sync(key)
         staging = self.root / f".new-{uuid.uuid4().hex}"
@@ -249,12 +269,7 @@ class LocalSandboxProvider:
             "created_at": datetime.now(UTC).isoformat(),
         }
         (staging / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-        try:
-            staging.rename(folder)
-        except OSError:  # another process made it meanwhile: theirs replaces ours
-            _remove_tree(staging)
-            self._destroy_sync(key)
-            staging.rename(folder)
+        staging.rename(folder)  # under the key's lock: nothing else makes this folder now
         return self._instance(key, instance_id)
 
     def _instance(self, key: str, instance_id: str) -> LocalSandboxInstance:
@@ -359,6 +374,9 @@ class LocalSandboxProvider:
     async def find(self, key: str) -> SandboxInstance | None:
         meta = self._meta(self._folder(key))
         if meta is None or meta["key"] != key:
+            if len(self._absent) >= _ABSENT_KEPT:
+                self._absent.clear()  # bounded: an entry only matters to the create that follows
+            self._absent[key] = datetime.now(UTC)
             return None
         return self._instance(key, meta["instance_id"])
 
