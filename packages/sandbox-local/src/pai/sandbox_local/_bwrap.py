@@ -23,7 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -40,8 +40,9 @@ from pai.sandbox_local._supervisor import HEADER, MAX_JSON, encode_request
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 PYTHON_MOUNT = "/opt/pai/python"
 SUPERVISOR_MOUNT = "/opt/pai/supervisor.py"
-MAX_SOCKET_PATH = 107
-"""The longest path a Unix socket may be bound at (``sun_path`` holds 108 bytes)."""
+MAX_SOCKET_PATH = 100
+"""The longest path given to a Unix socket as it is (``sun_path`` holds 108 bytes); a longer
+one goes through its open folder (:func:`socket_address`)."""
 
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _PROGRAM_FOLDERS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -230,16 +231,12 @@ def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
     that started it, and a worker thread may end long before this process does.
     """
     path = layout.socket
-    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
-        raise SandboxUnavailableError(
-            f"the local sandbox's socket path {str(path)!r} is longer than the "
-            f"{MAX_SOCKET_PATH} bytes a Unix socket allows: choose a shorter state_dir"
-        )
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        listener.bind(os.fspath(path))
+        with socket_address(path) as address:
+            listener.bind(address)
         os.chmod(path, 0o600)
         listener.listen(128)
         fd = listener.fileno()
@@ -373,10 +370,56 @@ class Answer:
         return decode_answer(body), payload
 
 
+@contextlib.contextmanager
+def socket_address(path: Path) -> Generator[str]:
+    """``path`` as an address a Unix socket takes: the path itself when it is short enough,
+    else the same file reached through its open folder (``/proc/self/fd/N/name``), so a long
+    ``state_dir`` works too."""
+    text = os.fspath(path)
+    if len(os.fsencode(text)) <= MAX_SOCKET_PATH:
+        yield text
+        return
+    folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{folder}/{path.name}"
+    finally:
+        os.close(folder)
+
+
+def listening(path: Path) -> bool:
+    """Whether a supervisor listens at ``path`` (a blocking connect: Unix sockets answer at
+    once, accepted or not)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with socket_address(path) as address:
+            probe.connect(address)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def shutdown(path: Path) -> None:
+    """Ask the supervisor listening at ``path`` (another process's) to end everything."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2)
+    try:
+        with socket_address(path) as address:
+            probe.connect(address)
+        probe.sendall(encode_request(["shutdown"]))
+        probe.recv(1)  # the supervisor closes the connection as it ends
+    except OSError:
+        pass
+    finally:
+        probe.close()
+
+
 async def connect(socket_path: Path) -> anyio.abc.SocketStream | None:
     """A connection to the supervisor listening at ``socket_path``; ``None`` when none listens."""
     try:
-        return await anyio.connect_unix(os.fspath(socket_path))
+        with socket_address(socket_path) as address:
+            return await anyio.connect_unix(address)
     except OSError as error:
         if error.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
             return None

@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import stat
 import threading
 import time
@@ -47,8 +46,10 @@ from pai.sandbox_local._bwrap import (
     Supervisor,
     connect,
     find_bwrap,
+    listening,
     probe,
     send,
+    shutdown,
     start_supervisor,
     startup_failure,
 )
@@ -314,9 +315,9 @@ class LocalSandboxProvider:
         with self._lock, _flock(folder / ".lock"):
             current = self._supervisors.get(str(folder))
             socket_path = folder / _socket_name(instance_id)
-            if current is not None and current.alive and _listening(socket_path):
+            if current is not None and current.alive and listening(socket_path):
                 return current
-            if current is None and _listening(socket_path):
+            if current is None and listening(socket_path):
                 return None
             if current is not None:
                 current.kill()
@@ -359,7 +360,7 @@ class LocalSandboxProvider:
             supervisor.kill()
         else:
             for socket_path in folder.glob("sock-*"):
-                _shutdown(socket_path)
+                shutdown(socket_path)
         for socket_path in folder.glob("sock-*"):
             with contextlib.suppress(FileNotFoundError):
                 socket_path.unlink()
@@ -461,33 +462,6 @@ class LocalSandboxProvider:
 def _socket_name(instance_id: str) -> str:
     """The supervisor's socket in the instance's folder, named after its incarnation."""
     return f"sock-{instance_id[:16]}"
-
-
-def _listening(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(os.fspath(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
-
-
-def _shutdown(path: Path) -> None:
-    """Ask the supervisor listening at ``path`` (another process's) to end everything."""
-    from pai.sandbox_local._supervisor import encode_request
-
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(2)
-    try:
-        probe.connect(os.fspath(path))
-        probe.sendall(encode_request(["shutdown"]))
-        probe.recv(1)  # the supervisor closes the connection as it ends
-    except OSError:
-        pass
-    finally:
-        probe.close()
 
 
 @contextlib.contextmanager
