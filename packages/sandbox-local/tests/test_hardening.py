@@ -9,6 +9,7 @@ import pytest
 
 from pai.sandbox import Sandbox, SandboxSessionManager
 from pai.sandbox_local import LocalSandboxProvider
+from pai.sandbox_local._provider import key_digest
 from pai.sandbox_local._seccomp import filter_program, refused_calls
 
 pytestmark = pytest.mark.anyio
@@ -67,3 +68,40 @@ async def test_ordinary_programs_still_fork_spawn_and_pipe(box: Sandbox) -> None
         'capture_output=True, text=True).stdout, end="")\' | tr a-z A-Z; (sleep 0.1 &); wait'
     )
     assert (result.exit_code, result.stdout) == (0, "SPAWNED\n"), result
+
+
+async def _landlock_fact(provider: LocalSandboxProvider, key: str) -> str:
+    from pai.sandbox_local._bwrap import Answer, connect, send
+
+    instance = await provider.find(key)
+    assert instance is not None
+    stream = await connect(provider.root / key_digest(key) / f"sock-{instance.instance_id[:16]}")
+    assert stream is not None
+    async with stream:
+        await send(stream, ["ping"])
+        document, _ = await Answer(stream, max_payload=0).frame()
+    facts = document[1]
+    assert isinstance(facts, dict)
+    return str(facts.get("landlock"))
+
+
+async def test_landlock_confines_even_the_sandbox_s_root_to_its_own_folders(
+    state_dir: Path,
+) -> None:
+    # As root of its own user namespace a command owns the sandbox's root folder (bwrap's
+    # tmpfs), so only Landlock stops it from writing there.
+    provider = LocalSandboxProvider(state_dir=state_dir, user="root")
+    try:
+        box = Sandbox(SandboxSessionManager(provider).handle("landlock"), default_timeout=30)
+        result = await box.run_command(
+            "touch /planted; echo status=$?; echo ok > /tmp/t && cat /tmp/t"
+        )
+        fact = await _landlock_fact(provider, "landlock")
+        if not fact.startswith("abi"):
+            pytest.skip(f"Landlock is not applied here: {fact}")
+        assert "status=1" in result.stdout, result
+        assert "Permission denied" in result.stderr, result
+        assert result.stdout.endswith("ok\n"), result
+    finally:
+        await provider.destroy("landlock")
+        await provider.aclose()

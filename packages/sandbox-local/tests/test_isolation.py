@@ -39,27 +39,15 @@ async def box(state_dir: Path) -> AsyncIterator[Sandbox]:
 
 async def test_the_host_home_and_state_folder_are_invisible(box: Sandbox, state_dir: Path) -> None:
     home = Path.home()
-    result = await box.run_command(
-        f"ls {home} 2>&1; echo; ls {state_dir} 2>&1; echo; ls /proc/1/root/ | tr '\\n' ' '"
-    )
-    assert "No such file or directory" in result.stdout, result
+    result = await box.run_command(f"ls {home} 2>&1; echo; ls {state_dir} 2>&1")
     assert result.stdout.count("No such file or directory") == 2, result
-    listed = set(result.stdout.strip().split("\n")[-1].split())
-    assert listed <= {
-        "bin",
-        "dev",
-        "etc",
-        "lib",
-        "lib32",
-        "lib64",
-        "libx32",
-        "opt",
-        "proc",
-        "sbin",
-        "tmp",
-        "usr",
-        "workspace",
-    }, listed
+    # /proc/1 is bwrap's own init: outside the sandbox's Landlock domain, where the kernel has
+    # Landlock, so even its root folder is out of reach; else that root is the sandbox's.
+    root = await box.run_command("ls /proc/1/root/")
+    if "Permission denied" not in root.stderr:
+        listed = set(root.stdout.split())
+        expected = {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc"}
+        assert listed <= expected | {"sbin", "tmp", "usr", "workspace"}, listed
 
 
 async def test_a_server_on_the_hosts_loopback_is_unreachable(box: Sandbox) -> None:
