@@ -36,7 +36,7 @@ from pai.core import (
 )
 from pai.core.testing import ScriptedModel, text, tool_call
 from pai.sandbox import Sandbox, sandbox
-from pai.sandbox._plugin import (
+from pai.sandbox._registry import (
     ProviderOptionsError,
     UnknownProviderError,
     build_provider,
@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fakes import FakeProvider
 from pai.core import hookimpl
-from pai.sandbox._plugin import SandboxProviderRegistration
+from pai.sandbox._registry import SandboxProviderRegistration
 
 built = []
 
@@ -396,13 +396,13 @@ def test_running_on_the_embedded_default_is_announced_once_at_warning(
 ) -> None:
     import anyio
 
-    import pai.sandbox._plugin as sandbox_plugin
+    import pai.sandbox._settings as sandbox_settings
 
     for name in list(os.environ):
         if name.startswith("PAI_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("PAI_LOAD_PLUGINS", "pai-sandbox,pai-sandbox-inmemory")
-    monkeypatch.setattr(sandbox_plugin, "_told_default", False)
+    monkeypatch.setattr(sandbox_settings, "_told_default", False)
     reset_plugins()
     config = config_of(tmp_path, "")  # nothing configured: the embedded default
 
@@ -433,9 +433,9 @@ def test_no_default_warning_comes_with_an_error_about_the_sandbox_table(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import pai.sandbox._plugin as sandbox_plugin
+    import pai.sandbox._settings as sandbox_settings
 
-    monkeypatch.setattr(sandbox_plugin, "_told_default", False)
+    monkeypatch.setattr(sandbox_settings, "_told_default", False)
 
     with caplog.at_level("WARNING", logger="pai.sandbox"):
         config_error(tmp_path, content)

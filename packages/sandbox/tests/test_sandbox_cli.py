@@ -34,7 +34,7 @@ from pai.sandbox import (
 )
 from pai.sandbox._cli import _sandboxes as sandbox_cli
 from pai.sandbox._cli._sandboxes import format_age, parse_duration
-from pai.sandbox._plugin import configured_provider
+from pai.sandbox._settings import configured_provider
 
 ANSI = "\x1b["
 

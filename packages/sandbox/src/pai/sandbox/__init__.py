@@ -36,19 +36,18 @@ if TYPE_CHECKING:
     from pai.sandbox._paths import WORKSPACE as WORKSPACE
     from pai.sandbox._paths import check_seed as check_seed
     from pai.sandbox._paths import resolve_path as resolve_path
-    from pai.sandbox._plugin import DEFAULT_PROVIDER as DEFAULT_PROVIDER
-    from pai.sandbox._plugin import ProviderOptionsError as ProviderOptionsError
-    from pai.sandbox._plugin import SandboxHookSpecs as SandboxHookSpecs
-    from pai.sandbox._plugin import SandboxProviderRegistration as SandboxProviderRegistration
-    from pai.sandbox._plugin import UnknownProviderError as UnknownProviderError
-    from pai.sandbox._plugin import build_provider as build_provider
-    from pai.sandbox._plugin import sandbox_providers as sandbox_providers
     from pai.sandbox._provider import OutputCallback as OutputCallback
     from pai.sandbox._provider import ProbingSandboxProvider as ProbingSandboxProvider
     from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
     from pai.sandbox._provider import SandboxInstance as SandboxInstance
     from pai.sandbox._provider import SandboxProvider as SandboxProvider
     from pai.sandbox._provider import probe_provider as probe_provider
+    from pai.sandbox._registry import ProviderOptionsError as ProviderOptionsError
+    from pai.sandbox._registry import SandboxHookSpecs as SandboxHookSpecs
+    from pai.sandbox._registry import SandboxProviderRegistration as SandboxProviderRegistration
+    from pai.sandbox._registry import UnknownProviderError as UnknownProviderError
+    from pai.sandbox._registry import build_provider as build_provider
+    from pai.sandbox._registry import sandbox_providers as sandbox_providers
     from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
     from pai.sandbox._sandbox import DEFAULT_READ_LIMIT as DEFAULT_READ_LIMIT
     from pai.sandbox._sandbox import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
     from pai.sandbox._session import (
         create_sandbox_session_manager as create_sandbox_session_manager,
     )
+    from pai.sandbox._settings import DEFAULT_PROVIDER as DEFAULT_PROVIDER
     from pai.sandbox._types import CommandResult as CommandResult
     from pai.sandbox._types import DirEntry as DirEntry
     from pai.sandbox._types import EntryType as EntryType
@@ -90,14 +90,14 @@ _SOURCES: dict[str, str] = {
     "WORKSPACE": "pai.sandbox._paths",
     "check_seed": "pai.sandbox._paths",
     "resolve_path": "pai.sandbox._paths",
-    "DEFAULT_PROVIDER": "pai.sandbox._plugin",
-    "ProviderOptionsError": "pai.sandbox._plugin",
-    "SandboxHookSpecs": "pai.sandbox._plugin",
-    "SandboxProviderRegistration": "pai.sandbox._plugin",
+    "DEFAULT_PROVIDER": "pai.sandbox._settings",
+    "ProviderOptionsError": "pai.sandbox._registry",
+    "SandboxHookSpecs": "pai.sandbox._registry",
+    "SandboxProviderRegistration": "pai.sandbox._registry",
     "SandboxSettings": "pai.sandbox._options",
-    "UnknownProviderError": "pai.sandbox._plugin",
-    "build_provider": "pai.sandbox._plugin",
-    "sandbox_providers": "pai.sandbox._plugin",
+    "UnknownProviderError": "pai.sandbox._registry",
+    "build_provider": "pai.sandbox._registry",
+    "sandbox_providers": "pai.sandbox._registry",
     "OutputCallback": "pai.sandbox._provider",
     "ProbingSandboxProvider": "pai.sandbox._provider",
     "ProviderFeatures": "pai.sandbox._provider",

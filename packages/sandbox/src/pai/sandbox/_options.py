@@ -1,7 +1,8 @@
 """``[capabilities.sandbox]``: the sandbox capability's options model.
 
-Kept apart from :mod:`pai.sandbox._plugin` so that loading the plugin (``pai --help``) imports
-no pydantic; the ``pai_capabilities`` hook imports it when it is called.
+Kept apart from :mod:`pai.sandbox._plugin` and :mod:`pai.sandbox._settings` so that loading the
+plugin (``pai --help``) imports no pydantic; the ``pai_capabilities`` hook imports it when it is
+called.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ One module per command family: ``_providers`` (``pai providers``), ``_sandboxes`
 ...``), ``_demo`` (``pai demo``), and ``_common`` for what they share. Every command but
 ``providers`` checks the configuration as ``pai config --check`` does
 (:func:`pai.core.cli.load_checked_config`) and then uses the provider it selects
-(:func:`~pai.sandbox._plugin.configured_provider`); when none is configured it says so on stderr
+(:func:`~pai.sandbox._settings.configured_provider`); when none is configured it says so on stderr
 and uses the embedded default. Heavy imports (the provider, the agent runtime, rich) happen
 inside the commands, so ``pai plugins`` stays fast.
 """

@@ -36,13 +36,12 @@ async def configured() -> AsyncGenerator[tuple[SandboxProvider, SandboxSettings]
     import anyio.to_thread
 
     from pai.core.cli import load_checked_config
-    from pai.sandbox import _plugin
-    from pai.sandbox._plugin import DEFAULT_PROVIDER, configured_provider
+    from pai.sandbox._settings import DEFAULT_PROVIDER, configured_provider, told_default
 
     # The check builds every configured capability, the sandbox too; the notice below replaces
     # the binding's own warning about the default provider. The check runs its own event loop,
     # so it runs in a worker thread of this one.
-    _plugin.told_default(True)
+    told_default(True)
     config = await anyio.to_thread.run_sync(load_checked_config)
     provider, settings = configured_provider(config)
     if settings.provider is None:

@@ -293,8 +293,8 @@ def demo_command(ctx: click.Context, keep: bool, model_name: str | None) -> None
         from pai.core.testing import ScriptedModel
         from pai.sandbox._capability import create_sandbox_service
         from pai.sandbox._errors import SandboxError
-        from pai.sandbox._plugin import facade_limits
         from pai.sandbox._provider import probe_provider
+        from pai.sandbox._settings import facade_limits
 
         async with configured() as (provider, settings):  # checks the configuration first
             try:

@@ -13,7 +13,7 @@ from pai.sandbox._cli._common import json_text
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from pai.sandbox._plugin import SandboxProviderRegistration
+    from pai.sandbox._registry import SandboxProviderRegistration
 
 
 def _type_name(annotation: object) -> str:
@@ -84,7 +84,8 @@ def providers_command(as_json: bool) -> None:
     Each provider's options go in a sub-table named after it, [capabilities.sandbox.<name>] of
     pai.toml; choose the provider with provider = "<name>" in [capabilities.sandbox].
     """
-    from pai.sandbox._plugin import DEFAULT_PROVIDER, sandbox_providers
+    from pai.sandbox._registry import sandbox_providers
+    from pai.sandbox._settings import DEFAULT_PROVIDER
 
     registrations = [registration for _, registration in sorted(sandbox_providers().items())]
     if as_json:

@@ -238,9 +238,9 @@ def exec_command(
     data: bytes | None = sys.stdin.buffer.read() if forward_stdin else None
 
     async def run() -> int:
-        from pai.sandbox._plugin import facade_limits
         from pai.sandbox._sandbox import create_sandbox
         from pai.sandbox._session import create_sandbox_session_manager
+        from pai.sandbox._settings import facade_limits
 
         async with configured() as (provider, settings):
             sessions = create_sandbox_session_manager(provider=provider)
