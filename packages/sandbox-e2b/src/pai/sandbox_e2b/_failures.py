@@ -1,7 +1,7 @@
 """E2B's failures, told apart: which are worth retrying, and the error each becomes.
 
 The SDK raises its own exceptions (``RateLimitException``, ``ServiceBusyException``, a
-``SandboxException`` carrying the HTTP status, ...). Nothing of those leaves the provider: each
+``SandboxException`` carrying the HTTP status, ...; imported from :mod:`pai.sandbox_e2b._sdk`). Nothing of those leaves the provider: each
 becomes an :class:`~pai.sandbox_e2b.E2BError` subclass whose message names the cause and the fix.
 
 Retries. On the control plane the SDK itself retries 429, 502, 503 and 504 (three times, with its
@@ -22,13 +22,6 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import anyio
-from e2b import (
-    AuthenticationException,
-    RateLimitException,
-    SandboxException,
-    SandboxUnreachableException,
-)
-from e2b.exceptions import GuestUnresponsiveException, ServiceBusyException
 
 from pai.sandbox_e2b._errors import (
     E2BAuthenticationError,
@@ -38,6 +31,14 @@ from pai.sandbox_e2b._errors import (
     E2BServiceBusyError,
     E2BTemplateNotFoundError,
     E2BTimeoutLimitError,
+)
+from pai.sandbox_e2b._sdk import (
+    AuthenticationException,
+    GuestUnresponsiveException,
+    RateLimitException,
+    SandboxException,
+    SandboxUnreachableException,
+    ServiceBusyException,
 )
 
 T = TypeVar("T")

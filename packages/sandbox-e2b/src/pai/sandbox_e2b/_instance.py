@@ -2,7 +2,9 @@
 
 Commands go to envd's process service directly (the SDK's connect-rpc client, transport and
 codec), so output arrives as the bytes the command wrote; files go through the SDK's filesystem
-calls. :mod:`pai.sandbox_e2b._provider` makes, finds and kills the sandboxes these run in.
+calls. Both are made through :class:`pai.sandbox_e2b._sdk.Envd`: this module decides what to run
+and what an answer means, never calls the SDK itself. :mod:`pai.sandbox_e2b._provider` makes,
+finds and kills the sandboxes these run in.
 """
 
 from __future__ import annotations
@@ -17,37 +19,9 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
-import httpx
-from connectrpc.code import Code
-from connectrpc.errors import ConnectError
-from e2b import (
-    AsyncSandbox,
-    CommandExitException,
-    EntryInfo,
-    FileNotFoundException,
-    FileType,
-    InvalidArgumentException,
-    NotFoundException,
-    SandboxException,
-    SandboxNotFoundException,
-    SandboxNotRunningException,
-    SandboxUnreachableException,
-    TimeoutException,
-)
-from e2b.api.client_async import get_envd_api
-from e2b.connection_config import KEEPALIVE_PING_HEADER, KEEPALIVE_PING_INTERVAL_SEC
-from e2b.envd.api import acheck_sandbox_health
-from e2b.envd.client_async import as_stream, create_rpc_client, first_event
-from e2b.envd.filesystem import filesystem_connect, filesystem_pb
-from e2b.envd.process import process_connect, process_pb
-from e2b.envd.rpc import ahandle_rpc_exception_with_health
-from e2b.envd.utils import authentication_header, timeout_to_ms
-from packaging.version import Version
-from protobuf import Oneof
 
 from pai.sandbox.provider import (
     DirEntry,
-    EntryType,
     FileWrite,
     OutputCallback,
     RawCommandResult,
@@ -63,6 +37,25 @@ from pai.sandbox.provider import (
 )
 from pai.sandbox_e2b._errors import E2BError, E2BSandboxBusyError, E2BUnreachableError
 from pai.sandbox_e2b._failures import ATTEMPTS, backoff
+from pai.sandbox_e2b._sdk import (
+    AsyncSandbox,
+    CommandExitException,
+    ConnectError,
+    EntryInfo,
+    Envd,
+    FileType,
+    HTTPError,
+    InvalidArgumentException,
+    NotFoundException,
+    SandboxException,
+    SandboxNotFoundException,
+    SandboxNotRunningException,
+    SandboxUnreachableException,
+    TimeoutException,
+    event_payload,
+    oneof,
+    start_pid,
+)
 
 if TYPE_CHECKING:
     from pai.sandbox_e2b._provider import E2BSandboxProvider
@@ -304,45 +297,6 @@ def _sendable(command: str, cwd: str, env: Mapping[str, str]) -> None:
             )
 
 
-#: envd's "not found" for a folder listing, as the SDK's own listing reports it.
-_LIST_ERRORS: dict[Code, Callable[[str], Exception]] = {Code.NOT_FOUND: FileNotFoundException}
-
-
-def _listed_type(entry: Any) -> EntryType:
-    """The type of one of envd's raw ``EntryInfo`` messages (see :func:`_is_link`)."""
-    if (
-        entry.is_symlink
-        or entry.has_field("symlink_target")
-        or entry.type == filesystem_pb.FileType.SYMLINK
-    ):
-        return "symlink"
-    if entry.type == filesystem_pb.FileType.DIRECTORY:
-        return "directory"
-    if entry.type == filesystem_pb.FileType.FILE:
-        return "file"
-    return "other"
-
-
-def _event_payload(response: Any) -> tuple[str, Any] | None:
-    event = getattr(response, "event", None)
-    inner = getattr(event, "event", None) if event is not None else None
-    return _oneof(inner)
-
-
-def _oneof(value: object) -> tuple[str, object] | None:
-    if isinstance(value, Oneof):
-        chosen = cast("Oneof[str, object]", value)
-        return str(chosen.field), chosen.value
-    return None
-
-
-def _start_pid(response: Any) -> int:
-    payload = _event_payload(response)
-    if payload is None or payload[0] != "start":
-        raise SandboxProviderError(f"envd did not start the command: {response!r}")
-    return int(getattr(payload[1], "pid", 0))
-
-
 class _Output:
     """One output stream, capped at ``limit`` bytes while it streams."""
 
@@ -376,23 +330,8 @@ class E2BSandboxInstance:
         self._provider = provider
         self._key = key
         self._sandbox = sandbox
-        self._user = provider.user
-        config = sandbox.connection_config
-        # Commands go through envd's process service directly (the SDK's connect-rpc client,
-        # transport and codec), so output arrives as the bytes the command wrote.
-        self._rpc: Any = create_rpc_client(
-            process_connect.ProcessClient, sandbox.envd_api_url, config
-        )
-        # Folders are listed through envd's filesystem service directly too: the SDK's list
-        # drops entries whose type it does not know, and envd up to 0.6.13 gives a dangling
-        # link no type.
-        self._fs_rpc: Any = create_rpc_client(
-            filesystem_connect.FilesystemClient, sandbox.envd_api_url, config
-        )
-        self._health_api = get_envd_api(config, sandbox.envd_api_url, retry_connect=False)
-        # With a user named, the header does not depend on the envd version.
-        self._auth: dict[str, str] = authentication_header(Version("0.4.0"), provider.user)
-        self._root_auth: dict[str, str] = authentication_header(Version("0.4.0"), "root")
+        # Commands, listings and files, as the provider's user (see _sdk.Envd).
+        self._envd = Envd(sandbox, provider.user)
         self._lifetime = provider.lifetime(sandbox.sandbox_id)  # held: extended while in use
 
     @property
@@ -514,7 +453,7 @@ class E2BSandboxInstance:
         server_timeout = timeout + _SERVER_GRACE if timeout is not None else None
         events = await self._guard(lambda: self._start(envs, stdin is not None, server_timeout))
         first, stream = events
-        pid = _start_pid(first)
+        pid = start_pid(first)
         exit_codes: list[int] = []
         failures: list[BaseException] = []
         done = anyio.Event()
@@ -522,12 +461,12 @@ class E2BSandboxInstance:
         async def consume() -> None:
             try:
                 async for response in stream:
-                    payload = _event_payload(response)
+                    payload = event_payload(response)
                     if payload is None:
                         continue
                     kind, value = payload
                     if kind == "data":
-                        output = _oneof(getattr(value, "output", None))
+                        output = oneof(getattr(value, "output", None))
                         if output is not None and output[0] in streams:
                             streams[output[0]].receive(bytes(cast("bytes", output[1])))
                     elif kind == "end":
@@ -572,7 +511,7 @@ class E2BSandboxInstance:
             failure = failures[0] if failures else None
             if failure is not None and not isinstance(failure, (SandboxException, ConnectError)):
                 raise failure  # e.g. an output callback raised
-            error = await self._rpc_error(failure) if failure is not None else None
+            error = await self._envd.rpc_error(failure) if failure is not None else None
             if isinstance(error, (SandboxNotRunningException, SandboxNotFoundException)):
                 raise await self._vanished(error) from error
             if isinstance(error, TimeoutException) and not isinstance(
@@ -596,54 +535,20 @@ class E2BSandboxInstance:
     async def _start(
         self, envs: Mapping[str, str], with_stdin: bool, timeout: float | None
     ) -> tuple[Any, AsyncGenerator[Any, Any]]:
-        request = process_pb.StartRequest(
-            process=process_pb.ProcessConfig(
-                cmd="/bin/bash", envs=dict(envs), args=["-l", "-c", _RUN]
-            ),
+        return await self._envd.start(
+            "/bin/bash",
+            ["-l", "-c", _RUN],
+            envs,
             stdin=with_stdin,
+            timeout=timeout,
+            request_timeout=self._provider.request_timeout,
         )
-        stream = as_stream(
-            self._rpc.start(
-                request,
-                headers={**self._auth, KEEPALIVE_PING_HEADER: str(KEEPALIVE_PING_INTERVAL_SEC)},
-                timeout_ms=timeout_to_ms(timeout),
-            )
-        )
-        try:
-            first = await first_event(stream, self._provider.request_timeout)
-        except Exception as error:
-            with contextlib.suppress(Exception):
-                await stream.aclose()
-            raise await self._rpc_error(error) from error
-        return first, stream
-
-    async def _rpc_error(self, error: BaseException) -> BaseException:
-        if not isinstance(error, Exception):
-            return error
-        return cast(
-            "BaseException", await ahandle_rpc_exception_with_health(error, self._check_health)
-        )
-
-    async def _check_health(self) -> bool | None:
-        return await acheck_sandbox_health(self._health_api)
-
-    def _selector(self, pid: int) -> Any:
-        return process_pb.ProcessSelector(selector=Oneof("pid", pid))
 
     async def _send_stdin(self, pid: int, data: bytes) -> None:
-        await self._rpc.send_input(
-            process_pb.SendInputRequest(
-                process=self._selector(pid),
-                input=process_pb.ProcessInput(input=Oneof("stdin", data)),
-            ),
-            timeout_ms=timeout_to_ms(self._provider.request_timeout),
-        )
+        await self._envd.send_stdin(pid, data, timeout=self._provider.request_timeout)
 
     async def _close_stdin(self, pid: int) -> None:
-        await self._rpc.close_stdin(
-            process_pb.CloseStdinRequest(process=self._selector(pid)),
-            timeout_ms=timeout_to_ms(self._provider.request_timeout),
-        )
+        await self._envd.close_stdin(pid, timeout=self._provider.request_timeout)
 
     async def _kill(self, pid: int, marker: str, done: anyio.Event) -> None:
         """Kill the command and everything it started, inside the sandbox; then wait (briefly)
@@ -659,12 +564,7 @@ class E2BSandboxInstance:
         # process (its children, if any survive, are re-parented and keep running).
         with anyio.move_on_after(_SIGNAL_WAIT):
             try:
-                await self._rpc.send_signal(
-                    process_pb.SendSignalRequest(
-                        process=self._selector(pid), signal=process_pb.Signal.SIGKILL
-                    ),
-                    timeout_ms=timeout_to_ms(self._provider.request_timeout),
-                )
+                await self._envd.kill(pid, timeout=self._provider.request_timeout)
             except Exception as error:  # the process has ended already
                 _log.debug("killing an E2B command through envd failed: %s", error)
         with anyio.move_on_after(0.15):
@@ -673,15 +573,8 @@ class E2BSandboxInstance:
     async def _kill_tree(self, pid: int, marker: str) -> None:
         """Run :data:`_KILL` as root, straight through envd (no login shell to start), until it
         ends."""
-        request = process_pb.StartRequest(
-            process=process_pb.ProcessConfig(
-                cmd="/bin/sh",
-                args=["-c", _KILL, "pai-kill", marker, str(pid)],
-                envs={"PATH": _KILL_PATH},
-            )
-        )
-        stream = as_stream(
-            self._rpc.start(request, headers=self._root_auth, timeout_ms=timeout_to_ms(10))
+        stream = self._envd.start_as_root(
+            "/bin/sh", ["-c", _KILL, "pai-kill", marker, str(pid)], {"PATH": _KILL_PATH}, timeout=10
         )
         try:
             async for _ in stream:
@@ -695,7 +588,7 @@ class E2BSandboxInstance:
     async def _info(self, path: str) -> EntryInfo | None:
         """The entry at ``path`` itself (a link is not followed), or ``None``."""
         try:
-            return await self._guard(lambda: self._sandbox.files.get_info(path, user=self._user))
+            return await self._guard(lambda: self._envd.get_info(path))
         except NotFoundException:
             return None
 
@@ -753,9 +646,7 @@ class E2BSandboxInstance:
         if info.size > max_bytes:
             raise SandboxFileTooLargeError(path, size=info.size, limit=max_bytes)
         try:
-            reader = await self._guard(
-                lambda: self._sandbox.files.read(target, format="stream", user=self._user)
-            )
+            reader = await self._guard(lambda: self._envd.read(target))
         except NotFoundException:
             raise SandboxFileNotFoundError(path) from None
         except InvalidArgumentException as error:
@@ -782,12 +673,8 @@ class E2BSandboxInstance:
         for upload in _uploads(files):
             entries: list[Any] = [{"path": f.path, "data": f.content} for f in upload]
             try:
-                await self._guard(
-                    lambda entries=entries: self._sandbox.files.write_files(
-                        entries, user=self._user
-                    )
-                )
-            except (SandboxException, httpx.HTTPError) as error:
+                await self._guard(lambda entries=entries: self._envd.write_files(entries))
+            except (SandboxException, HTTPError) as error:
                 for file in upload:
                     specific = await self._diagnose(file.path, error, "write")
                     if not isinstance(specific, SandboxProviderError):
@@ -803,31 +690,13 @@ class E2BSandboxInstance:
                 f"chmod {mode:o} -- {shlex.join(paths)}" for mode, paths in modes.items()
             )
             try:
-                await self._guard(
-                    lambda: self._sandbox.commands.run(script, user=self._user, timeout=60)
-                )
+                await self._guard(lambda: self._envd.run(script, timeout=60))
             except CommandExitException as error:
                 raise self._failed("chmod", files[0].path, error) from error
 
     async def _list(self, path: str) -> list[DirEntry]:
         """Every entry of the folder, as envd sends it (an entry of no known type included)."""
-        try:
-            response = await self._fs_rpc.list_dir(
-                filesystem_pb.ListDirRequest(path=path, depth=1),
-                timeout_ms=timeout_to_ms(self._provider.request_timeout),
-                headers=self._auth,
-            )
-        except Exception as error:
-            raise cast(
-                "Exception",
-                await ahandle_rpc_exception_with_health(error, self._check_health, _LIST_ERRORS),
-            ) from error
-        entries: list[DirEntry] = []
-        for entry in response.entries:
-            kind = _listed_type(entry)
-            size = 0 if kind == "directory" else int(entry.size)
-            entries.append(DirEntry(entry.name, posixpath.join(path, entry.name), kind, size))
-        return entries
+        return await self._envd.list_dir(path, timeout=self._provider.request_timeout)
 
     async def list_dir(self, path: str) -> Sequence[DirEntry]:
         """The folder's entries, a link reported as itself."""
@@ -855,7 +724,7 @@ class E2BSandboxInstance:
         ):
             raise SandboxDirectoryNotEmptyError(path)
         try:
-            await self._guard(lambda: self._sandbox.files.remove(path, user=self._user))
+            await self._guard(lambda: self._envd.remove(path))
         except NotFoundException:
             raise SandboxFileNotFoundError(path) from None
 
@@ -878,7 +747,7 @@ class E2BSandboxInstance:
             if found[1].type != FileType.DIR:
                 raise SandboxNotADirectoryError(path)
         try:
-            await self._guard(lambda: self._sandbox.files.make_dir(path, user=self._user))
+            await self._guard(lambda: self._envd.make_dir(path))
         except SandboxException as error:
             raise await self._diagnose(path, error, "make_dir") from error
 

@@ -1,7 +1,10 @@
 """The E2B sandbox provider: one E2B sandbox (a Firecracker microVM) per instance key.
 
-Everything goes through the real ``e2b`` SDK (``AsyncSandbox``), which is asyncio-only: use this
-provider from asyncio code (the SDK's own tasks and timers need an asyncio loop).
+Everything goes through the real ``e2b`` SDK (``AsyncSandbox``), called in
+:mod:`pai.sandbox_e2b._sdk` alone, which is asyncio-only: use this provider from asyncio code (the
+SDK's own tasks and timers need an asyncio loop). This module is the lifecycle (create, find,
+destroy, list, probe, close) and the control-plane policy around it; one sandbox's commands and
+files are :mod:`pai.sandbox_e2b._instance`'s.
 
 - Sandboxes carry metadata ``pai.namespace``, ``pai.key-sha256``, ``pai.key-b64`` (the exact key),
   ``pai.key`` (readable, shortened), ``pai.capability`` (``sandbox``), ``pai.created`` and
@@ -28,30 +31,17 @@ provider from asyncio code (the SDK's own tasks and timers need an asyncio loop)
 from __future__ import annotations
 
 import asyncio
-import atexit
 import base64
 import contextlib
-import functools
 import hashlib
 import logging
 import os
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 import anyio
-import httpx
-from e2b import (
-    AsyncSandbox,
-    CommandExitException,
-    NotFoundException,
-    SandboxNotFoundException,
-    SandboxNotRunningException,
-    SandboxQuery,
-    TimeoutException,
-)
 from pydantic import ValidationError
 
 from pai.sandbox.provider import (
@@ -79,6 +69,23 @@ from pai.sandbox_e2b._failures import (
 from pai.sandbox_e2b._instance import E2BSandboxInstance
 from pai.sandbox_e2b._lifetime import SandboxLifetime
 from pai.sandbox_e2b._options import E2BOptions
+from pai.sandbox_e2b._sdk import (
+    AsyncSandbox,
+    CommandExitException,
+    NotFoundException,
+    SandboxNotFoundException,
+    SandboxNotRunningException,
+    TimeoutException,
+    TransportError,
+    connect_sandbox,
+    create_sandbox,
+    kill_sandbox,
+    list_sandboxes,
+    on_this_machine,
+    register_exit_grace,
+    run_command,
+    sandbox_info,
+)
 
 T = TypeVar("T")
 
@@ -91,28 +98,6 @@ META_KEY_HASH = "pai.key-sha256"
 META_CAPABILITY = "pai.capability"
 META_CREATED = "pai.created"
 META_VERSION = "pai.provider-version"
-
-#: How long the interpreter waits at exit for the SDK's I/O threads (see ``_settle_sdk_threads``).
-SDK_EXIT_GRACE_SECONDS = 0.05
-
-
-def _settle_sdk_threads() -> None:
-    """Give the SDK's HTTP I/O threads a moment before the interpreter finalizes.
-
-    The ``e2b`` SDK does its HTTP through ``pyqwest``, whose Rust I/O threads hand each result to
-    the event loop from outside Python. One of them can still be inside that hand-over (having
-    released the GIL to wake the loop) when the program's last ``await`` returns; if the
-    interpreter has started finalizing by the time it takes the GIL back, CPython ends that thread
-    and the process aborts with SIGABRT after a successful run. Sleeping here, in an ``atexit``
-    hook (before finalization begins), releases the GIL so such a thread finishes first.
-    """
-    time.sleep(SDK_EXIT_GRACE_SECONDS)
-
-
-@functools.cache
-def _register_exit_grace() -> None:
-    """Register ``_settle_sdk_threads`` once per process, when a provider is first built."""
-    atexit.register(_settle_sdk_threads)
 
 
 def _version() -> str:
@@ -144,11 +129,6 @@ def _checked_options(**values: object) -> E2BOptions:
             for item in error.errors()
         )
         raise SandboxInputError(f"E2BSandboxProvider: {problems}") from None
-
-
-def _on_this_machine(url: str) -> bool:
-    host = (httpx.URL(url).host or "").lower()
-    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _key_bytes(key: str) -> bytes:
@@ -260,7 +240,7 @@ class E2BSandboxProvider:
                 "get a key at https://e2b.dev/dashboard?tab=keys, or point api_url/sandbox_url "
                 "at pai.sandbox_e2b.testing.E2BEmulator (which prints its key) for offline tests"
             )
-        _register_exit_grace()
+        register_exit_grace()
         domain, sandbox_url = checked.domain, checked.sandbox_url
         self.template: str = checked.template
         self.timeout: int = checked.timeout
@@ -272,9 +252,7 @@ class E2BSandboxProvider:
             or f"https://api.{domain or os.environ.get('E2B_DOMAIN') or 'e2b.app'}"
         )
         self.sandbox_url: str | None = sandbox_url
-        if _on_this_machine(self.api_url) and not (
-            sandbox_url or os.environ.get("E2B_SANDBOX_URL")
-        ):
+        if on_this_machine(self.api_url) and not (sandbox_url or os.environ.get("E2B_SANDBOX_URL")):
             raise SandboxInputError(
                 f"api_url {self.api_url} is on this machine (an emulator?) but sandbox_url is "
                 "not set, so commands and files would go to E2B's cloud; set sandbox_url (or "
@@ -350,7 +328,7 @@ class E2BSandboxProvider:
                 f"the E2B API at {self.api_url} did not answer {what} within "
                 f"{self.request_timeout + 5:.0f} s; check api_url / E2B_API_URL and the network"
             ) from None
-        except (httpx.TransportError, OSError) as error:
+        except (TransportError, OSError) as error:
             raise E2BUnreachableError(
                 f"could not reach the E2B API at {self.api_url} ({what}): {error}; check "
                 "api_url / E2B_API_URL / E2B_DOMAIN and the network"
@@ -380,7 +358,7 @@ class E2BSandboxProvider:
             return await retrying(operation, envd_retryable, request_timeout=self.request_timeout)
         except (SandboxNotRunningException, SandboxNotFoundException):
             raise
-        except (TimeoutException, httpx.TransportError) as error:
+        except (TimeoutException, TransportError) as error:
             mapped = envd_error(error, sandbox_id=sandbox.sandbox_id)
             raise (mapped or self.unreachable_sandbox(sandbox, error)) from error
         except Exception as error:
@@ -413,7 +391,7 @@ class E2BSandboxProvider:
         sent = _lifetime.clock()
         sandbox = await self._api(
             f"connecting to sandbox {sandbox_id}",
-            lambda: AsyncSandbox.connect(sandbox_id, timeout=seconds, **self._options),
+            lambda: connect_sandbox(sandbox_id, timeout=seconds, options=self._options),
         )
         lifetime.granted(sent, seconds)
         return sandbox
@@ -439,7 +417,7 @@ class E2BSandboxProvider:
             # A connect, not set-timeout: it never shortens a life another process lengthened.
             await self._api(
                 f"extending the life of sandbox {sandbox_id}",
-                lambda: AsyncSandbox.connect(sandbox_id, timeout=seconds, **self._options),
+                lambda: connect_sandbox(sandbox_id, timeout=seconds, options=self._options),
             )
         except SandboxNotFoundException:
             pass  # gone: the operation finds that out, and what to do
@@ -462,7 +440,7 @@ class E2BSandboxProvider:
         try:
             info = await self._api(
                 f"asking E2B about sandbox {sandbox_id}",
-                lambda: AsyncSandbox.get_info(sandbox_id, **self._options),
+                lambda: sandbox_info(sandbox_id, options=self._options),
             )
         except SandboxNotFoundException:
             return None
@@ -489,9 +467,7 @@ class E2BSandboxProvider:
         query = {META_NAMESPACE: self.namespace}
         if key is not None:
             query[META_KEY_HASH] = key_hash(key)
-        paginator = AsyncSandbox.list(
-            query=SandboxQuery(metadata=query), limit=100, **self._options
-        )
+        paginator = list_sandboxes(query, limit=100, options=self._options)
         found: list[tuple[str, Any]] = []
         while paginator.has_next:
             for info in await self._api("listing sandboxes", paginator.next_items):
@@ -516,13 +492,13 @@ class E2BSandboxProvider:
         sent = _lifetime.clock()
         sandbox = await self._api(
             "creating a sandbox",
-            lambda: AsyncSandbox.create(
+            lambda: create_sandbox(
                 template=self.template,
                 timeout=seconds,
                 metadata=self._metadata(key),
                 envs=self.env or None,
                 allow_internet_access=self.allow_internet_access,
-                **self._options,
+                options=self._options,
             ),
             template=self.template,
         )
@@ -531,7 +507,8 @@ class E2BSandboxProvider:
         try:
             await self.envd(
                 sandbox,
-                lambda: sandbox.commands.run(
+                lambda: run_command(
+                    sandbox,
                     'mkdir -p -- /workspace && { chown "$PAI_USER:" /workspace 2>/dev/null '
                     "|| true; }",
                     envs={"PAI_USER": self.user},
@@ -574,7 +551,7 @@ class E2BSandboxProvider:
         try:
             await self._api(
                 f"killing sandbox {sandbox_id}",
-                lambda: AsyncSandbox.kill(sandbox_id, **self._options),
+                lambda: kill_sandbox(sandbox_id, options=self._options),
             )
         except NotFoundException:
             pass
@@ -611,9 +588,7 @@ class E2BSandboxProvider:
         """Check the E2B API answers at :attr:`api_url` and accepts the key: one listing
         request, creating nothing. Raises :class:`~pai.sandbox_e2b.E2BError` naming the URL
         (:class:`~pai.sandbox_e2b.E2BUnreachableError` when nothing answers) and the fix."""
-        paginator = AsyncSandbox.list(
-            query=SandboxQuery(metadata={META_NAMESPACE: self.namespace}), limit=1, **self._options
-        )
+        paginator = list_sandboxes({META_NAMESPACE: self.namespace}, limit=1, options=self._options)
         try:
             await self._api("listing sandboxes, to check the API answers", paginator.next_items)
         except E2BError:
