@@ -202,7 +202,7 @@ async def test_printf_never_sets_the_process_environment_nor_calls_tzset(
     from just_bash import Bash
     from just_bash.commands.printf import printf as printf_module
 
-    from pai.sandbox_inmemory import _commands
+    from pai.sandbox_inmemory._worker import _commands
 
     def refused(*args: object) -> None:
         if not args or args[0] in ("TZ", b"TZ"):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pai.sandbox_inmemory import _commands
+from pai.sandbox_inmemory._worker import _commands
 
 README = Path(__file__).parents[1] / "README.md"
 
@@ -29,7 +29,7 @@ def test_a_command_missing_from_the_audit_table_is_never_registered(
 def test_the_readme_shows_the_audit_table_generated_from_the_code() -> None:
     assert _commands.render_audit_table() in README.read_text(encoding="utf-8"), (
         "regenerate the README's command table: "
-        'python -c "from pai.sandbox_inmemory._commands import render_audit_table as r; '
+        'python -c "from pai.sandbox_inmemory._worker._commands import render_audit_table as r; '
         'print(r())"'
     )
 

@@ -355,7 +355,7 @@ SAMPLES: dict[str, str] = {
 async def test_every_command_runs_under_the_workers_restrictions(
     instance: InMemorySandboxInstance,
 ) -> None:
-    from pai.sandbox_inmemory._commands import COMMAND_AUDIT
+    from pai.sandbox_inmemory._worker._commands import COMMAND_AUDIT
 
     assert sorted(SAMPLES) == sorted(COMMAND_AUDIT)
     await run(instance, "echo hello > f.txt")

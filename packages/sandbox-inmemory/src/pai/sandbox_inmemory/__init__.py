@@ -12,6 +12,18 @@ Example::
     sessions = create_sandbox_session_manager(provider=create_in_memory_sandbox_provider())
     sandbox = create_sandbox(sessions.handle("t"))
     assert (await sandbox.run_command("echo hi")).stdout == "hi\\n"
+
+The modules, host side: ``_options.py`` (``InMemoryOptions``), ``_plugin.py`` (the plugin's
+hook, imported by nothing here), ``_provider.py`` (the lifecycle: create, find, destroy, list,
+close), ``_instance.py`` (one instance's commands and files), ``_pool.py`` (the worker pool: the
+one module that talks to the worker processes), ``_hostfs.py`` and ``_files.py`` (the instances'
+files and the file API over them), ``_isolation.py`` and ``_errors.py``. Worker side, the
+``_worker`` package: its ``__init__`` is the worker process's entry point (it closes itself off
+and serves commands), ``_shell`` and ``_scripts`` the interpreter, ``_commands`` the command
+registry and its audit, with ``_coreutils``, ``_semantics``, ``_texttools`` (``_awk``, ``_sed``,
+``_grep``, ``_jq``, over ``_posix``) and ``_zones``. Both sides import ``_protocol.py`` (the
+frames and exit codes they share) and ``_confine.py`` (the kernel confinement the worker applies
+and the host expects).
 """
 
 from __future__ import annotations
@@ -27,24 +39,24 @@ if TYPE_CHECKING:
     from just_bash import ExecutionLimits as ExecutionLimits
 
     from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError as SandboxMemoryBudgetError
+    from pai.sandbox_inmemory._instance import EXIT_TIMEOUT as EXIT_TIMEOUT
+    from pai.sandbox_inmemory._instance import InMemorySandboxInstance as InMemorySandboxInstance
     from pai.sandbox_inmemory._isolation import Isolation as Isolation
+    from pai.sandbox_inmemory._protocol import EXIT_INTERPRETER_ERROR as EXIT_INTERPRETER_ERROR
+    from pai.sandbox_inmemory._protocol import EXIT_OUT_OF_MEMORY as EXIT_OUT_OF_MEMORY
     from pai.sandbox_inmemory._provider import DEFAULT_MEMORY_BUDGET as DEFAULT_MEMORY_BUDGET
-    from pai.sandbox_inmemory._provider import EXIT_TIMEOUT as EXIT_TIMEOUT
-    from pai.sandbox_inmemory._provider import InMemorySandboxInstance as InMemorySandboxInstance
     from pai.sandbox_inmemory._provider import InMemorySandboxProvider as InMemorySandboxProvider
     from pai.sandbox_inmemory._provider import (
         create_in_memory_sandbox_provider as create_in_memory_sandbox_provider,
     )
-    from pai.sandbox_inmemory._shell import EXIT_INTERPRETER_ERROR as EXIT_INTERPRETER_ERROR
-    from pai.sandbox_inmemory._shell import EXIT_OUT_OF_MEMORY as EXIT_OUT_OF_MEMORY
 
 _LAZY = {
     "DEFAULT_MEMORY_BUDGET": "pai.sandbox_inmemory._provider",
-    "EXIT_INTERPRETER_ERROR": "pai.sandbox_inmemory._shell",
-    "EXIT_OUT_OF_MEMORY": "pai.sandbox_inmemory._shell",
-    "EXIT_TIMEOUT": "pai.sandbox_inmemory._provider",
+    "EXIT_INTERPRETER_ERROR": "pai.sandbox_inmemory._protocol",
+    "EXIT_OUT_OF_MEMORY": "pai.sandbox_inmemory._protocol",
+    "EXIT_TIMEOUT": "pai.sandbox_inmemory._instance",
     "ExecutionLimits": "just_bash",
-    "InMemorySandboxInstance": "pai.sandbox_inmemory._provider",
+    "InMemorySandboxInstance": "pai.sandbox_inmemory._instance",
     "Isolation": "pai.sandbox_inmemory._isolation",
     "InMemorySandboxProvider": "pai.sandbox_inmemory._provider",
     "SandboxMemoryBudgetError": "pai.sandbox_inmemory._errors",

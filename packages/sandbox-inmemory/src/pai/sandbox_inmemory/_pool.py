@@ -1,7 +1,9 @@
 """The provider's worker processes: started lazily, reused, killed and replaced.
 
-A worker (``_worker.py``) runs one command at a time and keeps nothing between commands, so one
-pool serves every instance of a provider. The host talks to a worker only through non-blocking
+A worker (the ``_worker`` package, started as ``python -I -c <bootstrap>`` that imports
+``pai.sandbox_inmemory._worker`` and calls its ``main``) runs one command at a time and keeps
+nothing between commands, so one pool serves every instance of a provider. This module is the
+only one in the provider's process that starts, talks to or kills worker processes. The host talks to a worker only through non-blocking
 pipes and ``anyio.wait_readable`` / ``wait_writable``, so waiting never blocks the host's event
 loop, works the same on asyncio and trio, and a worker may serve callers on several event loops
 (one after the other). Processes are plain :class:`subprocess.Popen` objects for that reason:

@@ -7,6 +7,10 @@ from a worker, and it checks both lengths against its limits *before* reading th
 
 Strings may carry lone surrogates (the interpreter's ``surrogateescape`` text for non-UTF-8
 bytes); JSON's ``\\udcxx`` escapes carry them both ways unchanged.
+
+Both sides import this module (and :mod:`pai.sandbox_inmemory._confine`): it holds what the host
+and the worker must agree on, the frames, the worker's environment, the devices and the exit
+codes a command's result carries, so the host never imports the worker's modules.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import struct
 
 __all__ = [
     "DEVICES",
+    "EXIT_INTERPRETER_ERROR",
+    "EXIT_OUT_OF_MEMORY",
     "HEADER",
     "MAX_JSON",
     "WORKER_ENVIRONMENT",
@@ -41,6 +47,13 @@ DEVICES: dict[str, tuple[int, int]] = {"/dev/null": (1, 3), "/dev/zero": (1, 5)}
 them), which the host's filesystem (``HostFs``) keeps and the worker's commands show: writes to
 them vanish; ``/dev/null`` reads as empty; ``/dev/zero`` has no end, so a read of the whole file
 fails with a message (``head -c N /dev/zero`` reads it)."""
+
+EXIT_INTERPRETER_ERROR = 126
+"""Exit code when the interpreter itself stopped the script (a limit hit, an internal error)."""
+
+EXIT_OUT_OF_MEMORY = 137
+"""Exit code of a command that ran out of memory (as a container's out-of-memory kill reports).
+The worker's shell reports it, and the host when a worker dies under a command."""
 
 
 class ProtocolError(Exception):

@@ -51,8 +51,13 @@ from typing import Any
 from just_bash.commands import create_command_registry
 from just_bash.types import Command, CommandContext, ExecResult
 
-from pai.sandbox_inmemory import _coreutils, _scripts, _semantics, _texttools, _zones
-from pai.sandbox_inmemory._shell import BinaryText, decode, names_the_bytes, patch_redirections
+from pai.sandbox_inmemory._worker import _coreutils, _scripts, _semantics, _texttools, _zones
+from pai.sandbox_inmemory._worker._shell import (
+    BinaryText,
+    decode,
+    names_the_bytes,
+    patch_redirections,
+)
 
 __all__ = [
     "COMMAND_AUDIT",
@@ -580,7 +585,7 @@ def command_registry(wrap: Callable[[Command], Command]) -> dict[str, Command]:
     unaudited = sorted(set(commands) - set(COMMAND_AUDIT))
     if unaudited:
         raise UnauditedCommandError(
-            f"commands not in the audit table (pai.sandbox_inmemory._commands.COMMAND_AUDIT): "
+            f"commands not in the audit table (pai.sandbox_inmemory._worker._commands.COMMAND_AUDIT): "
             f"{', '.join(unaudited)}"
         )
     return {name: wrap(command) for name, command in commands.items()}

@@ -21,7 +21,7 @@ from typing import Literal, cast
 
 from just_bash.types import CommandContext, ExecResult, FsStat
 
-from pai.sandbox_inmemory._posix import (
+from pai.sandbox_inmemory._worker._posix import (
     Matcher,
     RegexSyntaxError,
     UnsupportedHere,

@@ -5,6 +5,12 @@ frames (``_protocol.py``) on the pipes it inherited as stdin and stdout. It keep
 commands: each ``run`` request builds a fresh interpreter over a :class:`RemoteFs`, whose every
 operation is a request back to the host, where the instance's files live.
 
+This package is the worker side, and the host imports none of it: this module is the process's
+entry point (:func:`main`); ``_shell`` and ``_scripts`` are the interpreter, ``_commands`` the
+command registry and its fixes (with ``_coreutils``, ``_semantics``, ``_texttools`` over
+``_awk``, ``_sed``, ``_grep`` and ``_jq``, ``_posix`` and ``_zones``). What it shares with the
+host is in ``pai.sandbox_inmemory._protocol`` and ``pai.sandbox_inmemory._confine``.
+
 Before it says it is ready, the worker closes itself off from the host, in this order:
 
 1. imports just-bash and applies the fixes in ``_commands.py`` (each command's own module is
@@ -48,7 +54,7 @@ from pai.sandbox_inmemory._protocol import WORKER_ENVIRONMENT
 if TYPE_CHECKING:
     from just_bash.types import Command
 
-    from pai.sandbox_inmemory._shell import Channel, RemoteFs
+    from pai.sandbox_inmemory._worker._shell import Channel, RemoteFs
 
 MiB = 1024 * 1024
 
@@ -344,7 +350,7 @@ def main() -> None:
 
     from just_bash.types import CommandContext, ExecResult
 
-    from pai.sandbox_inmemory import _commands, _shell
+    from pai.sandbox_inmemory._worker import _commands, _shell
 
     class _Binary:
         """A command whose stdin encodes back to the bytes it stands for."""
@@ -388,7 +394,7 @@ async def _serve(
     """Run each command the host sends, until it goes away or sends something else."""
     from just_bash import ExecutionLimits
 
-    from pai.sandbox_inmemory import _coreutils, _shell
+    from pai.sandbox_inmemory._worker import _coreutils, _shell
 
     while True:
         try:

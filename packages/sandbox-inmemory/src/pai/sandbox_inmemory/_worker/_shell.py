@@ -1,6 +1,6 @@
 """The worker's side of the interpreter: just-bash over a filesystem that lives in the host.
 
-Runs inside a worker process only (see ``_worker.py``). What this module adds to just-bash 0.2.1:
+Runs inside a worker process only (see the package, ``_worker``). What this module adds to just-bash 0.2.1:
 
 - :class:`RemoteFs`: the interpreter's filesystem, every operation a request to the host over the
   worker's pipes (:class:`Channel`), where the instance's files live. just-bash implements ``>>``
@@ -31,10 +31,16 @@ from just_bash.interpreter import ExecutionLimitError
 from just_bash.interpreter.interpreter import Interpreter
 from just_bash.types import Command, ExecResult, FsStat
 
-from pai.sandbox_inmemory._protocol import HEADER, decode_body, encode_head
-from pai.sandbox_inmemory._scripts import SUBSCRIPT_MESSAGE as _SUBSCRIPT_MESSAGE
-from pai.sandbox_inmemory._scripts import SUBSCRIPT_SUBSTITUTION as _SUBSCRIPT_SUBSTITUTION
-from pai.sandbox_inmemory._scripts import run_command_line
+from pai.sandbox_inmemory._protocol import (
+    EXIT_INTERPRETER_ERROR,
+    EXIT_OUT_OF_MEMORY,
+    HEADER,
+    decode_body,
+    encode_head,
+)
+from pai.sandbox_inmemory._worker._scripts import SUBSCRIPT_MESSAGE as _SUBSCRIPT_MESSAGE
+from pai.sandbox_inmemory._worker._scripts import SUBSCRIPT_SUBSTITUTION as _SUBSCRIPT_SUBSTITUTION
+from pai.sandbox_inmemory._worker._scripts import run_command_line
 
 __all__ = [
     "EXIT_INTERPRETER_ERROR",
@@ -50,12 +56,6 @@ __all__ = [
     "patch_redirections",
     "run_script",
 ]
-
-EXIT_INTERPRETER_ERROR = 126
-"""Exit code when the interpreter itself stopped the script (a limit hit, an internal error)."""
-
-EXIT_OUT_OF_MEMORY = 137
-"""Exit code of a command that ran out of memory (as a container's out-of-memory kill reports)."""
 
 EXIT_UNSUPPORTED = 2
 """Exit code for a script the adapter refuses before running it (like a bash syntax error)."""

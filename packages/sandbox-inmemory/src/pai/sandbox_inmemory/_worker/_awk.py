@@ -34,7 +34,7 @@ from typing import Any, Literal, NoReturn, cast
 
 from just_bash.types import CommandContext, ExecResult, ExecutionLimits
 
-from pai.sandbox_inmemory._posix import (
+from pai.sandbox_inmemory._worker._posix import (
     RegexSyntaxError,
     UnsupportedHere,
     exec_result,

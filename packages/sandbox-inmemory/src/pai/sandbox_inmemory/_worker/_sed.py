@@ -19,7 +19,7 @@ from typing import Any, Literal, NoReturn
 
 from just_bash.types import CommandContext, ExecResult
 
-from pai.sandbox_inmemory._posix import (
+from pai.sandbox_inmemory._worker._posix import (
     RegexSyntaxError,
     UnsupportedHere,
     UsageError,

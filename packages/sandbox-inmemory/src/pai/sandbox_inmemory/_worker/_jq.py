@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from just_bash.types import Command, CommandContext, ExecResult
 
-from pai.sandbox_inmemory._posix import (
+from pai.sandbox_inmemory._worker._posix import (
     UnsupportedHere,
     UsageError,
     exec_result,

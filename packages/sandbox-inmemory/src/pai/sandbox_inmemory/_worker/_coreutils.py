@@ -31,8 +31,8 @@ from typing import Any
 
 from just_bash.types import Command, CommandContext, ExecResult
 
-from pai.sandbox_inmemory import _zones
 from pai.sandbox_inmemory._protocol import DEVICES
+from pai.sandbox_inmemory._worker import _zones
 
 __all__ = [
     "GID",

@@ -64,7 +64,7 @@ from just_bash.interpreter.interpreter import Interpreter
 from just_bash.interpreter.types import InterpreterState
 from just_bash.types import ExecResult
 
-from pai.sandbox_inmemory._scripts import ExitKeepingOutput
+from pai.sandbox_inmemory._worker._scripts import ExitKeepingOutput
 
 __all__ = ["patch_semantics"]
 

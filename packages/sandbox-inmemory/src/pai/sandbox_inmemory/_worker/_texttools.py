@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from just_bash.types import Command
 
-from pai.sandbox_inmemory._awk import Awk
-from pai.sandbox_inmemory._grep import Grep
-from pai.sandbox_inmemory._jq import Jq, patch_query_engine
-from pai.sandbox_inmemory._sed import Sed
+from pai.sandbox_inmemory._worker._awk import Awk
+from pai.sandbox_inmemory._worker._grep import Grep
+from pai.sandbox_inmemory._worker._jq import Jq, patch_query_engine
+from pai.sandbox_inmemory._worker._sed import Sed
 
 __all__ = ["patch_query_engine", "text_commands"]
 
