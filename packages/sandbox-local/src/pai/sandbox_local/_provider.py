@@ -104,6 +104,7 @@ class LocalSandboxProvider:
         file_size: str | int | None = "1g",
         env: Mapping[str, str] | None = None,
         idle_ttl: float | None = None,
+        keep_alive: float | None = 300.0,
         bwrap: str | None = None,
     ) -> None:
         options = _checked_options(
@@ -116,6 +117,7 @@ class LocalSandboxProvider:
             file_size=file_size,
             env=dict(env or {}),
             idle_ttl=idle_ttl,
+            keep_alive=keep_alive,
             bwrap=bwrap,
         )
         self.options: LocalOptions = options
@@ -223,6 +225,7 @@ class LocalSandboxProvider:
             gid=self._gid,
             network=self.options.network,
             limits=self._limits,
+            keep_alive=self.options.keep_alive,
             cgroup=None
             if self._cgroups is None
             else Group(self._cgroups, f"pai-local-{self.options.namespace}-{key_digest(key)}"),

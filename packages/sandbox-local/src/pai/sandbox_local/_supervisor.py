@@ -399,6 +399,8 @@ def _spare_main(channel: socket.socket) -> None:
         head, fds, _, _ = socket.recv_fds(channel, HEADER.size, 3)
         if len(head) < HEADER.size or len(fds) != 3:
             os._exit(0)  # the supervisor ended, or handed out nothing
+        for received in fds:  # SCM_RIGHTS gives them without close-on-exec: only 0-2 go on
+            os.set_inheritable(received, False)
         size, _ = HEADER.unpack(head)
         body = bytearray()
         while len(body) < size:
@@ -565,12 +567,27 @@ class Supervisor:
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def serve(self) -> None:
+    def serve(self, keep_alive: float | None) -> None:
+        """Serve until idle for ``keep_alive`` seconds (no connection, and no process of the
+        sandbox but this one and its spare), then end: the sandbox's namespaces go with it,
+        its files stay, and the next operation starts a new supervisor."""
         self.spare = Spare()
+        idle_since = time.monotonic()
         while True:
             # The next spare is forked once nothing else waits (a command just took the last).
             short = self._spare_taken()
-            ready = self.selector.select(0 if short else self._next_deadline())
+            timeout = 0 if short else self._next_deadline()
+            if keep_alive is not None and not self.connections:
+                left = idle_since + keep_alive - time.monotonic()
+                if left <= 0:
+                    if self._alone():
+                        self._retire()
+                    idle_since = time.monotonic()  # something still runs: look again later
+                    continue
+                timeout = left if timeout is None else min(timeout, left)
+            ready = self.selector.select(timeout)
+            if ready or self.connections:
+                idle_since = time.monotonic()
             if not ready and short:
                 self.spare = Spare()
                 continue
@@ -597,6 +614,18 @@ class Supervisor:
                         self._feed(data.command)
             self._reap()
             self._expire()
+
+    def _alone(self) -> bool:
+        """Whether nothing runs in the sandbox but this process, its spare, and bwrap's init."""
+        ours: set[int] = {1, os.getpid()}
+        if self.spare is not None:
+            ours.add(self.spare.pid)
+        return all(not name.isdigit() or int(name) in ours for name in os.listdir("/proc"))
+
+    def _retire(self) -> None:
+        if self.spare is not None:
+            self.spare.discard()
+        os._exit(0)
 
     def _spare_taken(self) -> bool:
         return self.spare is None
@@ -945,6 +974,7 @@ def main() -> None:
     for item in sys.argv[2].split(",") if len(sys.argv) > 2 and sys.argv[2] else ():
         name, _, value = item.partition("=")
         LIMITS[name] = int(value)
+    keep_alive = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "none" else None
     # Not dumpable: a command (same user) can neither trace this process nor open its file
     # descriptors through /proc, so the socket it listens on stays the host's way in alone.
     _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -952,7 +982,7 @@ def main() -> None:
     listener = socket.socket(fileno=fd)
     listener.setblocking(False)
     os.set_inheritable(fd, False)
-    Supervisor(listener).serve()
+    Supervisor(listener).serve(keep_alive)
 
 
 if __name__ == "__main__":
