@@ -141,7 +141,7 @@ class LocalSandboxProvider:
         home = "/root" if options.user == "root" else "/workspace"
         self._env = {
             "PATH": SANDBOX_PATH,
-            "HOME": "/workspace" if options.user == "user" else home,
+            "HOME": home,
             "USER": options.user,
             "LOGNAME": options.user,
             "LANG": "C.UTF-8",
@@ -373,7 +373,8 @@ class LocalSandboxProvider:
     async def create(self, key: str) -> SandboxInstance:
         if self.options.idle_ttl is not None:
             await self.prune_idle()
-        return self._create_sync(key)
+        # File and process work off the event loop: other sandboxes' tasks go on meanwhile.
+        return await anyio.to_thread.run_sync(self._create_sync, key)
 
     async def find(self, key: str) -> SandboxInstance | None:
         meta = self._meta(self._folder(key))
@@ -397,7 +398,7 @@ class LocalSandboxProvider:
         _remove_tree(graveyard)
 
     async def destroy(self, key: str) -> None:
-        self._destroy_sync(key)
+        await anyio.to_thread.run_sync(self._destroy_sync, key)
 
     async def list_instances(self) -> Sequence[InstanceInfo]:
         infos: list[InstanceInfo] = []
@@ -426,7 +427,7 @@ class LocalSandboxProvider:
         removed: list[str] = []
         for info in await self.list_instances():
             if info.created_at < cutoff:
-                self._destroy_sync(info.key)
+                await anyio.to_thread.run_sync(self._destroy_sync, info.key)
                 removed.append(info.key)
         return removed
 
@@ -444,7 +445,7 @@ class LocalSandboxProvider:
             except OSError:
                 continue
             if now - used > ttl and str(folder) not in self._supervisors:
-                self._destroy_sync(info.key)
+                await anyio.to_thread.run_sync(self._destroy_sync, info.key)
                 removed.append(info.key)
         return removed
 
@@ -458,8 +459,13 @@ class LocalSandboxProvider:
         self._closed = True
         with self._lock:
             supervisors, self._supervisors = list(self._supervisors.values()), {}
-        for supervisor in supervisors:
-            supervisor.kill()
+
+        def kill_all() -> None:
+            for supervisor in supervisors:
+                supervisor.kill()
+
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(kill_all)
 
 
 def _socket_name(instance_id: str) -> str:
