@@ -421,6 +421,27 @@ class SandboxProviderConformance:
         # The contract says timeout + 1 s; TIMEOUT_RETURN_ALLOWANCE adds 0.5 s for slow machines.
         assert elapsed <= 1 + TIMEOUT_RETURN_ALLOWANCE, f"returned after {elapsed:.2f} s"
 
+    async def test_a_background_job_whose_output_goes_elsewhere_does_not_hold_the_command(
+        self, provider: SandboxProvider
+    ) -> None:
+        # As in bash: the command ends when its shell does and its output pipes close; a job
+        # left running with its streams sent elsewhere holds neither (a provider that leaks a
+        # descriptor of its own into commands, or waits for every process, fails here).
+        if not provider.features.processes:
+            pytest.skip(
+                f"provider {provider.name!r} does not run commands as OS processes "
+                "(features.processes is False): a job cannot outlive its command line there, "
+                "which ends when its jobs have (a documented difference from bash)"
+            )
+        sandbox = await self.provisioned(provider)
+        result = await sandbox.run_command(
+            "sleep 5 > /dev/null 2>&1 < /dev/null & echo started", timeout=4
+        )
+        assert (result.exit_code, result.stdout, result.timed_out) == (0, "started\n", False), (
+            result
+        )
+        assert result.duration < 2, f"the command took {result.duration:.2f} s: {result!r}"
+
     @pytest.mark.parametrize("command", list(RUNAWAY_COMMANDS.values()), ids=list(RUNAWAY_COMMANDS))
     async def test_a_timeout_returns_in_time_for_a_command_that_left_a_runaway_process(
         self, provider: SandboxProvider, command: str
