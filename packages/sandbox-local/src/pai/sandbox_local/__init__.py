@@ -17,6 +17,7 @@ from pai.sandbox.provider import lazy_exports
 # Names resolve on first use: plugin discovery imports this package (for its entry-point
 # module, ``_plugin``), and must not pay for pydantic until the provider is chosen.
 if TYPE_CHECKING:
+    from pai.sandbox_local._errors import DiskLimitError as DiskLimitError
     from pai.sandbox_local._errors import (
         SupervisorUnresponsiveError as SupervisorUnresponsiveError,
     )
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from pai.sandbox_local._provider import LocalSandboxProvider as LocalSandboxProvider
 
 _LAZY = {
+    "DiskLimitError": "pai.sandbox_local._errors",
     "LocalOptions": "pai.sandbox_local._options",
     "LocalSandboxInstance": "pai.sandbox_local._instance",
     "LocalSandboxProvider": "pai.sandbox_local._provider",
@@ -43,6 +45,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "DiskLimitError",
     "LocalOptions",
     "LocalSandboxInstance",
     "LocalSandboxProvider",

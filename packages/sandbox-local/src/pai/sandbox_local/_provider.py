@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import shutil
 import stat
@@ -56,12 +57,14 @@ from pai.sandbox_local._bwrap import (
 from pai.sandbox_local._cgroups import Group, place
 from pai.sandbox_local._instance import LocalSandboxInstance
 from pai.sandbox_local._options import LocalOptions, size_bytes
+from pai.sandbox_local._quota import DiskMonitor, DiskWatch
 
 START_DEADLINE = 20.0
 """Seconds a new instance's supervisor may take to answer its first ping."""
 
 _USERS = {"user": (1000, 1000), "root": (0, 0)}
 _ABSENT_KEPT = 10_000
+_USED_EVERY = 60.0
 
 
 def default_state_dir() -> Path:
@@ -102,6 +105,8 @@ class LocalSandboxProvider:
         memory: str | int | None = "512m",
         processes: int | None = 256,
         file_size: str | int | None = "1g",
+        disk: str | int | None = "2g",
+        tmp_size: str | int = "256m",
         env: Mapping[str, str] | None = None,
         idle_ttl: float | None = None,
         keep_alive: float | None = 300.0,
@@ -115,6 +120,8 @@ class LocalSandboxProvider:
             memory=memory,
             processes=processes,
             file_size=file_size,
+            disk=disk,
+            tmp_size=tmp_size,
             env=dict(env or {}),
             idle_ttl=idle_ttl,
             keep_alive=keep_alive,
@@ -138,10 +145,12 @@ class LocalSandboxProvider:
             )
             if value is not None
         }
-        home = "/root" if options.user == "root" else "/workspace"
+        self._disk_limit = None if options.disk is None else size_bytes(options.disk)
+        self._disk_watches: dict[str, DiskWatch] = {}
+        self._disk_monitor = DiskMonitor()
         self._env = {
             "PATH": SANDBOX_PATH,
-            "HOME": home,
+            "HOME": "/workspace",  # for root too: the rest of the file system is read-only
             "USER": options.user,
             "LOGNAME": options.user,
             "LANG": "C.UTF-8",
@@ -149,6 +158,7 @@ class LocalSandboxProvider:
         }
         self._cgroups = place() if options.processes or options.memory else None
         self._supervisors: dict[str, Supervisor] = {}
+        self._used_marks: dict[str, float] = {}
         self._absent: dict[str, datetime] = {}
         """When ``find`` last found no instance, by key: ``create`` adopts one made since."""
         self._lock = threading.Lock()
@@ -226,6 +236,7 @@ class LocalSandboxProvider:
             network=self.options.network,
             limits=self._limits,
             keep_alive=self.options.keep_alive,
+            tmp_size=size_bytes(self.options.tmp_size),
             cgroup=None
             if self._cgroups is None
             else Group(self._cgroups, f"pai-local-{self.options.namespace}-{key_digest(key)}"),
@@ -260,7 +271,7 @@ class LocalSandboxProvider:
         etc.mkdir(mode=0o755)
         hostname = f"pai-{key_digest(key)[:12]}"
         (etc / "passwd").write_text(
-            "root:x:0:0:root:/root:/bin/sh\n"
+            "root:x:0:0:root:/workspace:/bin/sh\n"
             "user:x:1000:1000:user:/workspace:/bin/sh\n"
             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
         )
@@ -285,7 +296,28 @@ class LocalSandboxProvider:
         def restart() -> None:
             self._stop(folder)
 
-        return LocalSandboxInstance(key, instance_id, connect_, restart, self._env)
+        return LocalSandboxInstance(
+            key, instance_id, connect_, restart, self._env, self._disk_watch(key, folder)
+        )
+
+    def _disk_watch(self, key: str, folder: Path) -> DiskWatch | None:
+        """The one watch over ``folder``'s workspace in this process (``None``: no limit)."""
+        if self._disk_limit is None:
+            return None
+        with self._lock:
+            watch = self._disk_watches.get(str(folder))
+            if watch is None:
+                if len(self._disk_watches) >= _ABSENT_KEPT:
+                    self._disk_watches.clear()  # bounded; a new watch just measures afresh
+                watch = DiskWatch(
+                    folder / "workspace",
+                    self._disk_limit,
+                    key,
+                    lambda: self._stop(folder),
+                    self._disk_monitor,
+                )
+                self._disk_watches[str(folder)] = watch
+            return watch
 
     # -- the supervisor ------------------------------------------------------------------------
 
@@ -293,6 +325,7 @@ class LocalSandboxProvider:
         # The socket is named after the incarnation: one re-created by another process listens
         # elsewhere, so a connection here always reaches this incarnation's supervisor.
         socket_path = folder / _socket_name(instance_id)
+        self._mark_used(folder)
         stream = await connect(socket_path)
         if stream is not None:
             return stream
@@ -307,6 +340,21 @@ class LocalSandboxProvider:
                 f"the local sandbox {key!r} was started but its supervisor does not listen"
             )
         return stream
+
+    def _mark_used(self, folder: Path) -> None:
+        """Touch the instance's ``used`` file (at most once a minute, or twice per ``idle_ttl``):
+        ``idle_ttl`` counts from it, in every process, whatever the commands did to the files."""
+        now = time.monotonic()
+        key = str(folder)
+        ttl = self.options.idle_ttl
+        every = _USED_EVERY if ttl is None else min(_USED_EVERY, ttl / 2)
+        if now - self._used_marks.get(key, -math.inf) < every:
+            return
+        if len(self._used_marks) >= _ABSENT_KEPT:
+            self._used_marks.clear()
+        self._used_marks[key] = now
+        with contextlib.suppress(OSError):
+            (folder / "used").touch()
 
     def _start(self, key: str, folder: Path, instance_id: str) -> Supervisor | None:
         """Start the instance's supervisor unless another task or process just did (``None``:
@@ -390,6 +438,8 @@ class LocalSandboxProvider:
         if not folder.exists():
             return
         self._stop(folder)
+        with self._lock:
+            self._disk_watches.pop(str(folder), None)
         graveyard = self.root / f".gone-{uuid.uuid4().hex}"
         try:
             folder.rename(graveyard)
@@ -440,13 +490,13 @@ class LocalSandboxProvider:
         now = time.time()
         for info in await self.list_instances():
             folder = self._folder(info.key)
-            try:
-                used = (folder / "workspace").stat().st_mtime
-            except OSError:
+            used = max(_mtime(folder / "used"), _mtime(folder / "meta.json"))
+            if now - used <= ttl:
                 continue
-            if now - used > ttl and str(folder) not in self._supervisors:
-                await anyio.to_thread.run_sync(self._destroy_sync, info.key)
-                removed.append(info.key)
+            if any(listening(path) for path in folder.glob("sock-*")):
+                continue  # its processes run (here or in another process): in use
+            await anyio.to_thread.run_sync(self._destroy_sync, info.key)
+            removed.append(info.key)
         return removed
 
     async def probe(self) -> None:
@@ -457,6 +507,7 @@ class LocalSandboxProvider:
     async def aclose(self) -> None:
         """End the processes this provider started; every instance's files stay."""
         self._closed = True
+        self._disk_monitor.close()
         with self._lock:
             supervisors, self._supervisors = list(self._supervisors.values()), {}
 
@@ -466,6 +517,13 @@ class LocalSandboxProvider:
 
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(kill_all)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _socket_name(instance_id: str) -> str:

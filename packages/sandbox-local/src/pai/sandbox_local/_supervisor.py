@@ -410,17 +410,35 @@ def _spare_main(channel: socket.socket) -> None:
             body += chunk
         job = marshal.loads(body)
         env = {str(k): str(v) for k, v in job["env"].items()}
-        _run_command(str(job["script"]), str(job["cwd"]), env, (fds[0], fds[1], fds[2]), fd)
+        file_size = job.get("file_size")
+        _run_command(
+            str(job["script"]),
+            str(job["cwd"]),
+            env,
+            (fds[0], fds[1], fds[2]),
+            fd,
+            file_size if type(file_size) is int else None,
+        )
     finally:
         os._exit(0)
 
 
 def _run_command(
-    script: str, cwd: str, env: dict[str, str], fds: tuple[int, int, int], status: int
+    script: str,
+    cwd: str,
+    env: dict[str, str],
+    fds: tuple[int, int, int],
+    status: int,
+    file_size: int | None = None,
 ) -> None:
     """In a command init: start ``SHELL -c script``, reap it and every orphan that falls to
-    this process, and write the shell's wait status to ``status``."""
+    this process, and write the shell's wait status to ``status``. ``file_size``, when given,
+    lowers ``RLIMIT_FSIZE`` for this command (0 while the workspace is over its disk limit)."""
     _apply_limits()  # inherited by the shell and everything it starts
+    if file_size is not None:
+        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        lowered = file_size if hard == resource.RLIM_INFINITY else min(file_size, hard)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (lowered, lowered))
     stdin, stdout, stderr = fds
     try:
         os.chdir(cwd)
@@ -486,7 +504,13 @@ class Command:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         self.pid = spare.pid
-        job = {"script": options["script"], "cwd": options["cwd"], "env": env}
+        file_size = options.get("file_size")
+        job = {
+            "script": options["script"],
+            "cwd": options["cwd"],
+            "env": env,
+            "file_size": file_size if type(file_size) is int and file_size >= 0 else None,
+        }
         try:
             status_r = spare.hand(job, [stdin_r, out_w, err_w])
         finally:
