@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import importlib.util
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -30,7 +33,7 @@ from typing import cast
 
 import anyio
 import anyio.abc
-from anyio.streams.buffered import BufferedByteReceiveStream
+import anyio.lowlevel
 
 from pai.sandbox.provider import SandboxProviderError, SandboxUnavailableError
 from pai.sandbox_local._cgroups import JOIN, Group
@@ -40,6 +43,7 @@ from pai.sandbox_local._supervisor import HEADER, MAX_JSON, encode_request
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 PYTHON_MOUNT = "/opt/pai/python"
 SUPERVISOR_MOUNT = "/opt/pai/supervisor.py"
+SUPERVISOR_CODE_MOUNT = "/opt/pai/supervisor.pyc"
 MAX_SOCKET_PATH = 100
 """The longest path given to a Unix socket as it is (``sun_path`` holds 108 bytes); a longer
 one goes through its open folder (:func:`socket_address`)."""
@@ -165,11 +169,17 @@ def probe(bwrap: str) -> None:
 
 
 def bwrap_argv(
-    bwrap: str, layout: Layout, listener_fd: int, seccomp_fd: int | None = None
+    bwrap: str,
+    layout: Layout,
+    listener_fd: int,
+    seccomp_fd: int | None = None,
+    code_fd: int | None = None,
 ) -> list[str]:
     """The ``bwrap`` command line that starts an instance's supervisor on ``listener_fd``, under
-    the seccomp filter ``bwrap`` reads from ``seccomp_fd``."""
+    the seccomp filter ``bwrap`` reads from ``seccomp_fd``; the supervisor's compiled code, when
+    ``code_fd`` gives it (see :func:`supervisor_code`), else its source."""
     prefix, executable = host_python()
+    script = SUPERVISOR_MOUNT if code_fd is None else SUPERVISOR_CODE_MOUNT
     argv = [
         bwrap,  # shown in the sandbox's /proc/1/cmdline as "bwrap": see start_supervisor
         "--unshare-user",
@@ -217,9 +227,11 @@ def bwrap_argv(
         "--ro-bind",
         prefix,
         PYTHON_MOUNT,
-        "--ro-bind",
-        str(SUPERVISOR),
-        SUPERVISOR_MOUNT,
+        *(
+            ["--ro-bind", str(SUPERVISOR), SUPERVISOR_MOUNT]
+            if code_fd is None
+            else ["--ro-bind-data", str(code_fd), SUPERVISOR_CODE_MOUNT]
+        ),
         "--remount-ro",
         "/dev",
         "--remount-ro",
@@ -234,7 +246,7 @@ def bwrap_argv(
         f"{PYTHON_MOUNT}/{executable}",
         "-I",
         "-S",
-        SUPERVISOR_MOUNT,
+        script,
         str(listener_fd),
         ",".join(f"{name}={value}" for name, value in sorted(layout.limits.items())),
         "none" if layout.keep_alive is None else repr(layout.keep_alive),
@@ -269,6 +281,43 @@ class Supervisor:
             self.cgroup.remove()
 
 
+@functools.cache
+def supervisor_code() -> bytes:
+    """The supervisor as a compiled module (a ``.pyc`` file's bytes), for the sandbox's Python
+    to run as it is: compiling its source there would cost every new sandbox's first command
+    as much as all the rest of the supervisor's start. The same interpreter runs on both sides.
+    This process's own cached copy (validated when it imported the module) when there is one."""
+    cached = importlib.util.cache_from_source(str(SUPERVISOR))
+    with contextlib.suppress(OSError, ValueError):
+        data = Path(cached).read_bytes()
+        source = SUPERVISOR.stat()
+        if (
+            data[:4] == importlib.util.MAGIC_NUMBER
+            and int.from_bytes(data[4:8], "little") == 0  # validated by time and size
+            and int.from_bytes(data[8:12], "little") == int(source.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(data[12:16], "little") == source.st_size & 0xFFFFFFFF
+        ):
+            return data
+    code = compile(SUPERVISOR.read_bytes(), SUPERVISOR_MOUNT, "exec", dont_inherit=True)
+    return importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
+
+
+def _code_fd() -> int | None:
+    """A file holding :func:`supervisor_code`, for ``bwrap --ro-bind-data`` (``None``: none can
+    be made here, and the sandbox compiles the source)."""
+    try:
+        fd = os.memfd_create("pai-supervisor", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
+    try:
+        os.write(fd, supervisor_code())
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
     """Bind the instance's socket and start ``bwrap`` with the supervisor holding it.
 
@@ -279,20 +328,26 @@ def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    passed: list[int] = []
     try:
         with socket_address(path) as address:
             listener.bind(address)
         os.chmod(path, 0o600)
         listener.listen(128)
         fd = listener.fileno()
+        passed.append(fd)
         program = filter_program()
         seccomp_fd: int | None = None
         if program is not None:
             # A pipe holds the whole program (well under its 64 KiB): bwrap reads it to the end.
             seccomp_fd, writer = os.pipe()
+            passed.append(seccomp_fd)
             os.write(writer, program)
             os.close(writer)
-        argv = bwrap_argv(bwrap, layout, fd, seccomp_fd)
+        code_fd = _code_fd()
+        if code_fd is not None:
+            passed.append(code_fd)
+        argv = bwrap_argv(bwrap, layout, fd, seccomp_fd, code_fd)
         executable = argv[0]
         env: dict[str, str] | None = None
         if layout.cgroup is not None:
@@ -311,17 +366,16 @@ def start_supervisor(bwrap: str, layout: Layout) -> Supervisor:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                pass_fds=(fd,) if seccomp_fd is None else (fd, seccomp_fd),
+                pass_fds=passed,
                 start_new_session=True,
             )
         except OSError as error:
             raise SandboxUnavailableError(
                 f"the local sandbox could not start bwrap ({bwrap}): {error}"
             ) from None
-        finally:
-            if seccomp_fd is not None:
-                os.close(seccomp_fd)
     finally:
+        for passed_fd in passed[1:]:
+            os.close(passed_fd)
         listener.close()
     return Supervisor(process, path, layout.cgroup)
 
@@ -386,15 +440,23 @@ class SupervisorGoneError(SandboxProviderError):
 class Answer:
     """The frames of one operation's answer, read one at a time with size checks."""
 
-    def __init__(self, stream: anyio.abc.SocketStream, max_payload: int) -> None:
+    def __init__(self, stream: anyio.abc.ByteReceiveStream, max_payload: int) -> None:
         self._stream = stream
-        self._reader = BufferedByteReceiveStream(stream)
+        self._buffer = bytearray()
         self.max_payload = max_payload
+
+    async def _exactly(self, size: int) -> bytes:
+        buffer = self._buffer
+        while len(buffer) < size:
+            buffer += await self._stream.receive(max(size - len(buffer), 1 << 16))
+        data = bytes(buffer[:size])
+        del buffer[:size]
+        return data
 
     async def frame(self) -> tuple[list[object], bytes]:
         try:
-            header = await self._reader.receive_exactly(HEADER.size)
-        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError) as error:
+            header = await self._exactly(HEADER.size)
+        except (anyio.EndOfStream, anyio.BrokenResourceError) as error:
             raise SupervisorGoneError(
                 "the local sandbox's supervisor ended the connection without an answer "
                 "(it may have been killed from inside the sandbox)"
@@ -406,13 +468,64 @@ class Answer:
                 f"({json_size} + {payload_size} bytes)"
             )
         try:
-            body = await self._reader.receive_exactly(json_size)
-            payload = await self._reader.receive_exactly(payload_size) if payload_size else b""
-        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError) as error:
+            body = await self._exactly(json_size)
+            payload = await self._exactly(payload_size) if payload_size else b""
+        except (anyio.EndOfStream, anyio.BrokenResourceError) as error:
             raise SupervisorGoneError(
                 "the local sandbox's supervisor ended the connection in the middle of an answer"
             ) from error
         return decode_answer(body), payload
+
+
+class Connection(anyio.abc.SocketStream):
+    """A connection to a supervisor: a non-blocking socket, read and written at once, waiting
+    on the event loop only when it would block. (anyio's own socket streams yield to the loop
+    on every call, a few turns of it per operation: a good part of a short command's time.)"""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._socket = sock
+
+    @property
+    def _raw_socket(self) -> socket.socket:
+        return self._socket
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                data = self._socket.recv(max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._socket)
+                continue
+            except OSError as error:
+                if self._socket.fileno() < 0:
+                    raise anyio.ClosedResourceError from None
+                raise anyio.BrokenResourceError from error
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def send(self, item: bytes) -> None:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        view = memoryview(item)
+        while view:
+            try:
+                view = view[self._socket.send(view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._socket)
+            except OSError as error:
+                if self._socket.fileno() < 0:
+                    raise anyio.ClosedResourceError from None
+                raise anyio.BrokenResourceError from error
+
+    async def send_eof(self) -> None:
+        self._socket.shutdown(socket.SHUT_WR)
+
+    async def aclose(self) -> None:
+        if self._socket.fileno() >= 0:
+            anyio.notify_closing(self._socket)
+            self._socket.close()
+        await anyio.lowlevel.checkpoint()
 
 
 @contextlib.contextmanager
@@ -462,26 +575,41 @@ def shutdown(path: Path) -> None:
 
 async def connect(socket_path: Path) -> anyio.abc.SocketStream | None:
     """A connection to the supervisor listening at ``socket_path``; ``None`` when none listens."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
     try:
         with socket_address(socket_path) as address:
-            return await anyio.connect_unix(address)
+            while True:
+                try:
+                    sock.connect(address)
+                    break
+                except BlockingIOError:  # its backlog is full: room comes as it accepts
+                    await anyio.sleep(0.001)
     except OSError as error:
+        sock.close()
         if error.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
             return None
         raise SandboxProviderError(
             f"the local sandbox's supervisor socket {socket_path} cannot be reached: {error}"
         ) from None
+    except BaseException:
+        sock.close()
+        raise
+    return Connection(sock)
 
 
 async def send(
-    stream: anyio.abc.SocketStream, document: list[object], payload: bytes = b""
+    stream: anyio.abc.ByteSendStream, document: list[object], payload: bytes = b""
 ) -> None:
     frame = encode_request(document)
-    # The header says how long the payload is; write it without copying it into the frame.
+    # The header says how long the payload is; write it without copying it into the frame,
+    # unless it is small (one write then).
     size, _ = HEADER.unpack_from(frame)
-    await stream.send(HEADER.pack(size, len(payload)) + frame[HEADER.size :])
-    if payload:
-        await stream.send(payload)
+    head = HEADER.pack(size, len(payload)) + frame[HEADER.size :]
+    if len(payload) <= 1 << 16:
+        await stream.send(head + payload)
+        return
+    await stream.send(head)
+    await stream.send(payload)
 
 
 def parts(entries: Sequence[tuple[str, int, bytes]]) -> tuple[list[list[object]], bytes]:

@@ -28,21 +28,24 @@ Answers: ``["ok", value]``, ``["err", errno_name, message]``; a command streams
 
 Commands. Each runs as ``SHELL -c SCRIPT`` under a *command init*: a forked copy of this process
 that marks itself the child subreaper, so everything the command starts (background jobs,
-double forks, ``setsid`` and ``env -i`` orphans) stays its descendant. At the deadline, or when the
-host hangs up, the supervisor stops and kills that whole subtree (found through ``/proc``, again
-until nothing is left) and then the command init: nothing of the command runs afterwards.
+double forks, ``setsid`` and ``env -i`` orphans) stays its descendant. The init is forked ahead
+of time (a *spare*, see :class:`Spare`) and itself accepts the next connection, so a command
+goes from the host to its shell and back with no hop through the supervisor. At the deadline,
+or when the host hangs up, the init stops and kills its whole subtree (found through ``/proc``,
+again until nothing is left): nothing of the command runs afterwards.
 """
 
 from __future__ import annotations
 
+# The C modules, not their Python wrappers (socket, signal, selectors): those import enum,
+# which alone would cost every sandbox's start more than all of these.
+import _socket
 import ctypes
 import errno
 import marshal
 import os
 import resource
-import selectors
-import signal
-import socket
+import select
 import stat
 import struct
 import sys
@@ -50,8 +53,10 @@ import time
 
 TYPE_CHECKING = False  # not typing's: importing typing would cost every sandbox's start
 if TYPE_CHECKING:
+    import signal as _signal
     from typing import cast
 else:
+    import _signal
 
     def cast(_type: object, value: object) -> object:
         return value
@@ -294,9 +299,27 @@ def file_operation(request: list[object], payload: bytes) -> tuple[object, bytes
 
 
 # -- commands -------------------------------------------------------------------------------------
-
-
 _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once: a command's init only calls prctl
+
+_IN, _OUT = select.POLLIN, select.POLLOUT
+_GONE = select.POLLHUP | select.POLLERR | select.POLLNVAL
+
+SPARE_AFTER = 0.02
+"""Seconds after a spare was taken that the next one is forked, if its command is not done
+sooner."""
+
+STALL = 0.1
+"""Seconds a spare waits for the rest of a request before it gives up its place (it still
+serves the request): hosts send a request at once, and a stalled one must not hold back the
+sandbox's other operations."""
+
+_supervisor_pid = 0
+"""The supervisor's process id (``ping`` reports it, whichever process answers)."""
+
+_wake_fd = -1
+_channel: _socket.socket | None = None
+"""A spare's channel to the supervisor."""
+"""The reading end of this process's SIGCHLD pipe (see :func:`_wake_on_children`)."""
 
 
 def _set_subreaper() -> None:
@@ -305,7 +328,8 @@ def _set_subreaper() -> None:
 
 
 def _descendants(root: int) -> list[int]:
-    """Every process below ``root`` (children, theirs, ...), from ``/proc``."""
+    """Every live process below ``root`` (children, theirs, ...), from ``/proc``. Zombies are
+    left out: they cannot be killed, only reaped, and have no children of their own."""
     parents: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -317,7 +341,7 @@ def _descendants(root: int) -> list[int]:
             continue
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
         fields = data[data.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
+        if len(fields) > 1 and fields[0] != b"Z":
             parents[int(name)] = int(fields[1])
     found: list[int] = []
     frontier = [root]
@@ -330,277 +354,658 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def kill_tree(init_pid: int) -> None:
-    """Stop, then kill, everything below the command init ``init_pid``, until nothing is left."""
+def _kill_below(root: int) -> None:
+    """Stop, then kill, everything below ``root``, until nothing is left (``root`` itself, when
+    it is this process, reaps what falls to it meanwhile)."""
     for _ in range(100):
-        below = _descendants(init_pid)
+        below = _descendants(root)
         if not below:
-            break
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            return
+        for sig in (_signal.SIGSTOP, _signal.SIGKILL):
             for pid in below:
                 try:
                     os.kill(pid, sig)
                 except (ProcessLookupError, PermissionError):
                     pass
+        if root == os.getpid():
+            _reap_some()
         time.sleep(0.001)
+
+
+def kill_tree(init_pid: int) -> None:
+    """Kill everything below the command init ``init_pid``, then the init."""
+    _kill_below(init_pid)
     try:
-        os.kill(init_pid, signal.SIGKILL)
+        os.kill(init_pid, _signal.SIGKILL)
     except ProcessLookupError:
         pass
 
 
+def _reap_some() -> list[tuple[int, int]]:
+    """Reap every child that has ended; their process ids and wait statuses."""
+    done: list[tuple[int, int]] = []
+    while True:
+        try:
+            pid, code = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return done
+        if pid == 0:
+            return done
+        done.append((pid, code))
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    """SIGCHLD's handler: the signal only has to wake the loop (``set_wakeup_fd``)."""
+
+
+def _wake_on_children() -> int:
+    """Make SIGCHLD write to a pipe; its reading end, for the loop to wait on."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    _signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    _signal.signal(_signal.SIGCHLD, _ignore_signal)
+    return wake_r
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except (BlockingIOError, InterruptedError):
+        pass
+
+
+def _become_init(keep: list[int]) -> None:
+    """In a fresh fork: close every descriptor but ``keep``, become the child subreaper (all
+    that a command starts stays below this process) and wake on its children."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+    _signal.set_wakeup_fd(-1)
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    _set_subreaper()
+    global _wake_fd
+    _wake_fd = _wake_on_children()
+
+
+def _unix(fd: int) -> _socket.socket:
+    return _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
+
+
+def _accept(listener: _socket.socket) -> _socket.socket | None:
+    """The next connection on ``listener`` (non-blocking, closed on exec), or ``None``."""
+    try:
+        fd = cast("tuple[int, object]", listener._accept())[0]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+    except (BlockingIOError, InterruptedError):
+        return None  # another process took it
+    conn = _unix(fd)
+    conn.setblocking(False)
+    return conn
+
+
+# -- spares ---------------------------------------------------------------------------------------
+
+
 class Spare:
-    """A command init forked ahead of time, waiting for its command on ``channel``.
+    """A command init forked ahead of time (the supervisor's handle on it).
 
     Forking this process is the slowest step of starting a command, so it happens between
-    commands: the supervisor keeps one spare and forks the next right after handing one out.
-    The spare marks itself the child subreaper, receives the command (its JSON and the three
-    ends of its standard streams, as ancillary data) and then works as :func:`_run_command`
-    says. Its wait status goes back on the same channel; an end-of-file there without one means
-    the init died.
+    commands. A spare waits on the listening socket itself (as a pre-forking server's workers
+    do): it accepts the next connection and reads its request. A file operation or a ping it
+    answers and waits again; a command it runs to the end, itself, with no hop through the
+    supervisor (see :func:`_run_command`), after telling the supervisor on its ``channel`` that
+    it was taken (``T``), so that the supervisor forks the next spare meanwhile.
+
+    Messages on the channel, one byte each: spare to supervisor ``T`` (taken: it accepts no
+    more), ``A`` (it answered an operation: the sandbox is in use), ``S`` (the host asked for a
+    shutdown), ``q`` (it quit, as asked); supervisor to spare ``Q`` (quit, unless taken).
     """
 
-    def __init__(self) -> None:
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    def __init__(self, listener: _socket.socket, rehearse: bool = True) -> None:
+        parent, child = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self.pid = os.fork()
         if self.pid == 0:
-            parent.close()
-            _spare_main(child)  # never returns
+            try:
+                parent.close()
+                _spare_main(child, listener, rehearse)
+            finally:
+                os._exit(0)
         child.close()
+        parent.setblocking(False)
         self.channel = parent
 
-    def hand(self, job: dict[str, object], fds: list[int]) -> int:
-        """Send the command to the spare; the channel's file descriptor, for its status."""
-        body = marshal.dumps(job)
-        head = HEADER.pack(len(body), 0)
-        socket.send_fds(self.channel, [head], fds)
-        self.channel.sendall(body)
-        return self.channel.detach()
-
-    def discard(self) -> None:
-        """Kill a spare that will not be used."""
-        self.channel.close()
+    def quit(self) -> bytes:
+        """Ask a waiting spare to end; what it said until it did (``q`` last), or until it
+        was found taken or in use meanwhile."""
+        self.channel.setblocking(True)
+        self.channel.settimeout(5)
+        said = b""
         try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
+            self.channel.sendall(b"Q")
+            while not said.endswith(b"q"):
+                data = self.channel.recv(64)
+                if not data:
+                    break
+                said += data
+                if b"T" in said or b"S" in said:
+                    break  # taken: it reads nothing more
+        except OSError:
             pass
+        finally:
+            self.channel.setblocking(False)
+        return said
 
 
-def _spare_main(channel: socket.socket) -> None:
-    """A spare command init's life (never returns)."""
-    try:
-        fd = channel.fileno()
-        os.closerange(3, fd)
-        os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
-        signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
-        _set_subreaper()
-        head, fds, _, _ = socket.recv_fds(channel, HEADER.size, 3)
-        if len(head) < HEADER.size or len(fds) != 3:
-            os._exit(0)  # the supervisor ended, or handed out nothing
-        for received in fds:  # SCM_RIGHTS gives them without close-on-exec: only 0-2 go on
-            os.set_inheritable(received, False)
-        size, _ = HEADER.unpack(head)
-        body = bytearray()
-        while len(body) < size:
-            chunk = channel.recv(size - len(body))
-            if not chunk:
+def _spare_main(channel: _socket.socket, listener: _socket.socket, rehearse: bool) -> None:
+    """A spare's life: serve connections until one is a command (never returns)."""
+    global _channel
+    _channel = channel
+    _become_init([channel.fileno(), listener.fileno()])
+    if rehearse:
+        _rehearse()
+    channel.sendall(b"R")
+    waiting = select.poll()
+    waiting.register(listener.fileno(), _IN)
+    waiting.register(channel.fileno(), _IN)
+    while True:
+        events = dict(waiting.poll())
+        if channel.fileno() in events:
+            message = channel.recv(64)
+            if not message or b"Q" in message:  # the supervisor ended, or asks us to
+                if message:
+                    channel.sendall(b"q")
                 os._exit(0)
-            body += chunk
-        job = marshal.loads(body)
-        env = {str(k): str(v) for k, v in job["env"].items()}
-        file_size = job.get("file_size")
-        _run_command(
-            str(job["script"]),
-            str(job["cwd"]),
-            env,
-            (fds[0], fds[1], fds[2]),
-            fd,
-            file_size if type(file_size) is int else None,
-        )
+        if listener.fileno() not in events:
+            continue
+        conn = _accept(listener)
+        if conn is not None and _serve(conn, channel, listener):
+            os._exit(0)
+
+
+def _rehearse() -> None:
+    """Go through a command's steps once, on nothing, before waiting for a real one.
+
+    This process is a fork: every page it writes to is first copied (and, on a virtual machine,
+    the copy's memory first provided by the host), which made each step of the first command
+    several times slower. Done now, that work is off the command's path."""
+    import gc  # built in: nothing to load
+
+    gc.collect()  # writes to every tracked object's header: their pages are copied here
+    host, conn = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        options: dict[str, object] = {
+            "script": "true",
+            "cwd": "/workspace",
+            "env": {"PATH": "/usr/bin"},
+            "stdin": False,
+            "timeout": 30.0,
+            "output_limit": 1 << 20,
+        }
+        host.sendall(encode_request(["run", options]))
+        conn.setblocking(False)
+        reader = _Request(conn, time.monotonic() + STALL)
+        head = reader.document()
+        if head is None or not _runnable(head[0]):
+            return
+        command = Command(conn, options, reader.payload(head[1]) or b"")
+        command._frame(["out", 1], b"rehearsal")  # pyright: ignore[reportPrivateUsage]
+        command._frame(["exit", {"code": 0, "timed_out": False, "truncated": False}])  # pyright: ignore[reportPrivateUsage]
+        _send_all(conn, bytes(command.outbuf))
+        host.recv(CHUNK)
+        waiting = select.poll()
+        for fd in os.pipe():
+            os.set_blocking(fd, False)
+            waiting.register(fd, _IN)
+            waiting.modify(fd, _IN | _OUT)
+            waiting.unregister(fd)
+            os.close(fd)
+        waiting.poll(0)
+        _reap_some()
+        _drain(_wake_fd)
+    finally:
+        host.close()
+        conn.close()
+
+
+def _serve(conn: _socket.socket, channel: _socket.socket, listener: _socket.socket) -> bool:
+    """Serve one connection a spare accepted; whether the spare has given up its place."""
+    reader = _Request(conn, time.monotonic() + STALL)
+    taken = False
+    head = reader.document()
+    if head is None and reader.stalled:
+        channel.sendall(b"T")
+        taken = True
+        head = reader.document()
+    if head is None:
+        conn.close()
+        return taken
+    request, payload_size = head
+    if request[0] == "run" and _runnable(request):
+        if not taken:
+            channel.sendall(b"T")
+        listener.close()
+        reader.deadline = None
+        payload = reader.payload(payload_size)
+        if payload is None:
+            os._exit(0)
+        _run_command(conn, cast("dict[str, object]", request[1]), payload)
+    payload = reader.payload(payload_size)
+    if payload is None and reader.stalled:
+        channel.sendall(b"T")
+        taken = True
+        reader.deadline = None
+        payload = reader.payload(payload_size)
+    if payload is None:
+        conn.close()
+        return taken
+    if request[0] == "shutdown":
+        channel.sendall(b"S")  # the supervisor ends everything, this process and the host's
+        channel.recv(1)  # connection with it
+        os._exit(0)
+    document, data = answer(request, payload)
+    _send_all(conn, encode_answer(document, data))
+    conn.close()
+    if not taken:
+        channel.sendall(b"A")
+    return taken
+
+
+class _Request:
+    """Reads one request from a non-blocking connection, waiting at most until ``deadline``."""
+
+    def __init__(self, conn: _socket.socket, deadline: float | None) -> None:
+        self.conn = conn
+        self.deadline = deadline
+        self.stalled = False
+        self.buffer = bytearray()
+        self.poll = select.poll()
+        self.poll.register(conn.fileno(), _IN)
+
+    def _fill(self, size: int) -> bool:
+        """Read until ``size`` bytes are buffered; ``False`` at the deadline or the end."""
+        self.stalled = False
+        while len(self.buffer) < size:
+            try:
+                chunk = self.conn.recv(max(size - len(self.buffer), CHUNK))
+            except (BlockingIOError, InterruptedError):
+                if self.deadline is None:
+                    self.poll.poll()
+                    continue
+                left = self.deadline - time.monotonic()
+                if left <= 0 or not self.poll.poll(left * 1000 + 1):
+                    self.stalled = True
+                    return False
+                continue
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.buffer += chunk
+        return True
+
+    def document(self) -> tuple[list[object], int] | None:
+        """The request's document and its payload's size (``None``: a broken request)."""
+        if not self._fill(HEADER.size):
+            return None
+        json_size, payload_size = HEADER.unpack_from(self.buffer)
+        if json_size > MAX_JSON or payload_size > MAX_REQUEST_PAYLOAD:
+            return None
+        if not self._fill(HEADER.size + json_size):
+            return None
+        body = bytes(self.buffer[HEADER.size : HEADER.size + json_size])
+        del self.buffer[: HEADER.size + json_size]
+        try:
+            return decode_request(body), payload_size
+        except ProtocolError:
+            return None
+
+    def payload(self, size: int) -> bytes | None:
+        if not self._fill(size):
+            return None
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+
+def _runnable(request: list[object]) -> bool:
+    """Whether ``request`` is a well-formed ``run`` request (others get an ``EINVAL`` answer)."""
+    if len(request) != 2 or not isinstance(request[1], dict):
+        return False
+    options = cast("dict[object, object]", request[1])
+    env = options.get("env")
+    timeout = options.get("timeout")
+    limit = options.get("output_limit", 0)
+    return (
+        isinstance(options.get("script"), str)
+        and isinstance(options.get("cwd"), str)
+        and isinstance(env, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())  # pyright: ignore[reportUnknownVariableType]
+        and (timeout is None or (isinstance(timeout, (int, float)) and timeout >= 0))
+        and isinstance(limit, int)
+        and limit >= 0
+    )
+
+
+def _send_all(conn: _socket.socket, data: bytes) -> bool:
+    """Write all of ``data`` to a non-blocking connection; ``False`` if the host went away."""
+    view = memoryview(data)
+    waiting: select.poll | None = None
+    while view:
+        try:
+            view = view[conn.send(view) :]
+        except (BlockingIOError, InterruptedError):
+            if waiting is None:
+                waiting = select.poll()
+                waiting.register(conn.fileno(), _OUT)
+            waiting.poll()
+        except OSError:
+            return False
+    return True
+
+
+def answer(request: list[object], payload: bytes) -> tuple[object, bytes]:
+    """The answer to a request other than ``run`` and ``shutdown``."""
+    if request[0] == "ping":
+        return ["pong", {"pid": _supervisor_pid or os.getpid(), "uid": os.getuid(), **FACTS}], b""
+    try:
+        return file_operation(request, payload)
+    except OSError as error:
+        name = errno.errorcode.get(error.errno or 0, "EIO")
+        where = error.filename if isinstance(error.filename, str) else None
+        return ["err", name, error.strerror or str(error), where], b""
+    except (ProtocolError, AssertionError, TypeError, ValueError) as error:
+        return ["err", "EINVAL", f"bad request: {error}"], b""
+
+
+# -- commands -------------------------------------------------------------------------------------
+
+
+def _run_command(conn: _socket.socket, options: dict[str, object], stdin: bytes) -> None:
+    """In a command init (a spare, or a fork of the supervisor), holding the host's connection:
+    run ``SHELL -c script`` with the resource limits, relay its output as ``out`` frames, feed
+    its stdin, enforce its deadline, answer ``exit``; then reap every orphan that falls to this
+    process until none is left. Never returns.
+
+    At the deadline, or when the host hangs up, everything below this process is stopped and
+    killed (found through ``/proc``, again until nothing is left): nothing of the command runs
+    afterwards. A background job that outlives a finished command keeps running, and this
+    process stays to reap it."""
+    try:
+        Command(conn, options, stdin).run()
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
     finally:
         os._exit(0)
 
 
-def _run_command(
-    script: str,
-    cwd: str,
-    env: dict[str, str],
-    fds: tuple[int, int, int],
-    status: int,
-    file_size: int | None = None,
-) -> None:
-    """In a command init: start ``SHELL -c script``, reap it and every orphan that falls to
-    this process, and write the shell's wait status to ``status``. ``file_size``, when given,
-    lowers ``RLIMIT_FSIZE`` for this command (0 while the workspace is over its disk limit)."""
-    _apply_limits()  # inherited by the shell and everything it starts
-    if file_size is not None:
-        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-        lowered = file_size if hard == resource.RLIM_INFINITY else min(file_size, hard)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (lowered, lowered))
-    stdin, stdout, stderr = fds
-    try:
-        os.chdir(cwd)
-    except OSError as error:
-        os.write(stderr, f"cannot run the command in {cwd}: {error.strerror}\n".encode())
-        os.write(status, f"{1 << 8}\n".encode())  # a wait status: exit code 1
-        return
-    # posix_spawn (vfork underneath): no second copy of this Python process per command.
-    try:
-        pid = os.posix_spawn(
-            SHELL,
-            [os.path.basename(SHELL), "-c", script],
-            env,
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, stdin, 0),
-                (os.POSIX_SPAWN_DUP2, stdout, 1),
-                (os.POSIX_SPAWN_DUP2, stderr, 2),
-            ],
-            setsid=True,
-        )
-    except OSError as error:
-        os.write(stderr, f"{SHELL}: {error.strerror}\n".encode())
-        os.write(status, f"{127 << 8}\n".encode())
-        return
-    for fd in fds:
-        os.close(fd)
-    reported = False
-    while True:  # reap the shell and every orphan that falls to us
-        try:
-            done, code = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
-        if done == pid:
-            reported = True
-            os.write(status, f"{code}\n".encode())
-    if not reported:
-        os.write(status, b"-1\n")
-
-
 class Command:
-    """One running command and the connection that asked for it."""
+    """One command, run by the command init that holds its connection."""
 
-    def __init__(
-        self, conn: Connection, options: dict[str, object], stdin: bytes, spare: Spare
-    ) -> None:
+    def __init__(self, conn: _socket.socket, options: dict[str, object], stdin: bytes) -> None:
         self.conn = conn
         self.output_limit = int(options.get("output_limit", 1 << 20))  # type: ignore[arg-type]
         timeout = options.get("timeout")
         self.deadline = None if timeout is None else time.monotonic() + float(timeout)  # type: ignore[arg-type]
+        self.script = str(options["script"])
+        self.cwd = str(options["cwd"])
+        self.env = cast("dict[str, str]", options["env"])
+        file_size = options.get("file_size")
+        self.file_size = file_size if type(file_size) is int and file_size >= 0 else None
+        self.wants_stdin = bool(options.get("stdin"))
+        self.stdin = stdin
         self.sent = [0, 0]
         self.truncated = False
-        self.status: int | None = None
         self.timed_out = False
-        self.open_streams = 2
-        self.stdin = stdin
-        self.stdin_fd: int | None = None
-        env = {str(k): str(v) for k, v in dict(options.get("env") or {}).items()}  # type: ignore[arg-type]
-        stdin_r, stdin_w = (
-            os.pipe() if options.get("stdin") else (os.open(os.devnull, os.O_RDONLY), -1)
+        self.outbuf = bytearray()
+
+    def _frame(self, document: object, payload: bytes = b"") -> None:
+        self.outbuf += encode_answer(document, payload)
+
+    def _flush(self) -> bool:
+        """Send what is buffered, as far as the connection takes it; ``False``: host gone."""
+        try:
+            while self.outbuf:
+                del self.outbuf[: self.conn.send(self.outbuf)]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            return False
+        return True
+
+    def _answer(self, code: int) -> None:
+        self._frame(
+            ["exit", {"code": code, "timed_out": self.timed_out, "truncated": self.truncated}]
         )
+        data, self.outbuf = bytes(self.outbuf), bytearray()
+        _send_all(self.conn, data)
+        self.conn.close()
+        if _channel is not None:
+            try:
+                _channel.send(b"D")  # done: the supervisor may fork the next spare
+            except OSError:
+                pass
+
+    def run(self) -> None:
+        _apply_limits()  # inherited by the shell and everything it starts
+        if self.file_size is not None:
+            _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+            lowered = (
+                self.file_size if hard == resource.RLIM_INFINITY else min(self.file_size, hard)
+            )
+            resource.setrlimit(resource.RLIMIT_FSIZE, (lowered, lowered))
+        try:
+            os.chdir(self.cwd)
+        except OSError as error:
+            message = f"cannot run the command in {self.cwd}: {error.strerror}\n".encode()
+            self._frame(["out", 2], message[: self.output_limit])
+            self._answer(1)
+            return
+        if self.wants_stdin:
+            stdin_r, stdin_w = os.pipe()
+        else:
+            stdin_r, stdin_w = os.open(os.devnull, os.O_RDONLY), -1
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        self.pid = spare.pid
-        file_size = options.get("file_size")
-        job = {
-            "script": options["script"],
-            "cwd": options["cwd"],
-            "env": env,
-            "file_size": file_size if type(file_size) is int and file_size >= 0 else None,
-        }
+        # posix_spawn (vfork underneath): no second copy of this Python process per command.
         try:
-            status_r = spare.hand(job, [stdin_r, out_w, err_w])
+            shell = os.posix_spawn(
+                SHELL,
+                [os.path.basename(SHELL), "-c", self.script],
+                self.env,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, stdin_r, 0),
+                    (os.POSIX_SPAWN_DUP2, out_w, 1),
+                    (os.POSIX_SPAWN_DUP2, err_w, 2),
+                ],
+                setsid=True,
+                setsigdef=(_signal.SIGPIPE,),  # which Python ignores; programs expect it
+            )
+        except OSError as error:
+            message = f"{SHELL}: {error.strerror}\n".encode()
+            self._frame(["out", 2], message[: self.output_limit])
+            self._answer(127)
+            return
         finally:
             for fd in (stdin_r, out_w, err_w):
                 os.close(fd)
-        self.out_fds = {out_r: 0, err_r: 1}
-        self.status_fd = status_r
-        self.status_buf = b""
-        if stdin_w >= 0:
-            os.set_blocking(stdin_w, False)
-            self.stdin_fd = stdin_w
-            if not self.stdin:
-                os.close(stdin_w)
-                self.stdin_fd = None
-        for fd in self.out_fds:
+        self._relay(shell, stdin_w, {out_r: 0, err_r: 1})
+
+    def _relay(self, shell: int, stdin_w: int, streams: dict[int, int]) -> None:
+        wake = _wake_fd
+        conn = self.conn.fileno()
+        waiting = select.poll()
+        waiting.register(wake, _IN)
+        waiting.register(conn, _IN)
+        for fd in streams:
             os.set_blocking(fd, False)
-
-    @property
-    def finished(self) -> bool:
-        return self.status is not None and self.open_streams == 0
-
-    def result(self) -> dict[str, object]:
+            waiting.register(fd, _IN)
+        if stdin_w >= 0:
+            if self.stdin:
+                os.set_blocking(stdin_w, False)
+                waiting.register(stdin_w, _OUT)
+            else:
+                os.close(stdin_w)
+                stdin_w = -1
+        status: int | None = None
+        for pid, code in _reap_some():  # a shell that ended before its SIGCHLD was waited for
+            if pid == shell:
+                status = code
+        while status is None or streams:
+            timeout = None
+            if self.deadline is not None:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    self.timed_out = True
+                    break
+                timeout = left * 1000 + 1
+            for fd, events in waiting.poll(timeout):
+                if fd == wake:
+                    _drain(wake)
+                    for pid, code in _reap_some():
+                        if pid == shell:
+                            status = code
+                elif fd in streams:
+                    if not self._output(fd, streams[fd]):
+                        waiting.unregister(fd)
+                        os.close(fd)
+                        del streams[fd]
+                elif fd == stdin_w:
+                    if not self._feed(stdin_w):
+                        waiting.unregister(stdin_w)
+                        os.close(stdin_w)
+                        stdin_w = -1
+                elif fd == conn:
+                    if events & _OUT and not self._flush():
+                        self._hangup()
+                    if events & (_IN | _GONE):
+                        try:
+                            gone = not self.conn.recv(4096)  # a host only ever hangs up
+                        except (BlockingIOError, InterruptedError):
+                            gone = False
+                        except OSError:
+                            gone = True
+                        if gone:
+                            self._hangup()
+            if self.outbuf and not self._flush():
+                self._hangup()
+            waiting.modify(conn, _IN | _OUT if self.outbuf else _IN)
+        if self.timed_out:
+            _kill_below(os.getpid())
+        for fd in (*streams, stdin_w):
+            if fd >= 0:
+                os.close(fd)
         if self.timed_out:
             code = EXIT_TIMEOUT
-        elif self.status is None or self.status < 0:
+        elif status is None or status < 0:
             code = 137
-        elif os.WIFSIGNALED(self.status):
-            code = 128 + os.WTERMSIG(self.status)
+        elif os.WIFSIGNALED(status):
+            code = 128 + os.WTERMSIG(status)
         else:
-            code = os.WEXITSTATUS(self.status)
-        return {"code": code, "timed_out": self.timed_out, "truncated": self.truncated}
+            code = os.WEXITSTATUS(status)
+        self._answer(code)
+
+    def _hangup(self) -> None:
+        """The host went away: stop what it asked for."""
+        _kill_below(os.getpid())
+        os._exit(0)
+
+    def _feed(self, fd: int) -> bool:
+        """Write more of stdin; ``False`` once all is written (or the command closed it)."""
+        try:
+            written = os.write(fd, self.stdin[:CHUNK])
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:  # the command closed its stdin: the rest is not wanted
+            return False
+        self.stdin = self.stdin[written:]
+        return bool(self.stdin)
+
+    def _output(self, fd: int, stream: int) -> bool:
+        """Relay a chunk of output; ``False`` at its end."""
+        try:
+            chunk = os.read(fd, CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        room = self.output_limit - self.sent[stream]
+        if room <= 0:
+            self.truncated = True
+            return True  # drained and dropped: the command is never blocked on a full pipe
+        if len(chunk) > room:
+            chunk = chunk[:room]
+            self.truncated = True
+        self.sent[stream] += len(chunk)
+        self._frame(["out", stream + 1], chunk)
+        return True
+
+
+# -- the supervisor -------------------------------------------------------------------------------
 
 
 class Connection:
-    """One accepted connection: reads one request, then answers it."""
+    """A connection the supervisor accepted itself (while no spare waited): one request."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: _socket.socket) -> None:
         self.sock = sock
         self.inbuf = bytearray()
         self.outbuf = bytearray()
-        self.command: Command | None = None
         self.closing = False
         self.request_done = False
 
 
-class Watch:
-    """What a command's file descriptor in the selector is for."""
-
-    __slots__ = ("command", "kind")
-
-    def __init__(self, kind: str, command: Command) -> None:
-        self.kind = kind
-        self.command = command
-
-
-def _ignore_signal(signum: int, frame: object) -> None:
-    """SIGCHLD's handler: the signal only has to wake the selector (``set_wakeup_fd``)."""
-
-
 class Supervisor:
-    def __init__(self, listener: socket.socket) -> None:
+    def __init__(self, listener: _socket.socket) -> None:
+        global _wake_fd
         self.listener = listener
-        self.selector = selectors.DefaultSelector()
+        self.poll = select.poll()
+        self.watched: dict[int, object] = {}
         self.connections: dict[int, Connection] = {}
-        self.commands: dict[int, Command] = {}  # by command init pid
-        self.fd_owner: dict[int, Command] = {}
-        wake_r, wake_w = socket.socketpair()
-        wake_r.setblocking(False)
-        wake_w.setblocking(False)
-        self.wake_r = wake_r
-        self.wake_w = wake_w
-        signal.set_wakeup_fd(wake_w.fileno())
-        signal.signal(signal.SIGCHLD, _ignore_signal)
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         self.spare: Spare | None = None
-        self.selector.register(listener, selectors.EVENT_READ, "listen")
-        self.selector.register(wake_r, selectors.EVENT_READ, "wake")
+        self.fork_again = 0.0
+        self.channels: dict[int, Spare] = {}
+        self.inits: set[int] = set()
+        """Every command init alive: spares (waiting or taken) and inits forked for one
+        command."""
+        _wake_fd = self.wake = _wake_on_children()
+        _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
+        self._watch(self.wake, _IN, "wake")
+        self._watch(listener.fileno(), _IN, "listen")
+
+    def _watch(self, fd: int, events: int, data: object) -> None:
+        if fd in self.watched:
+            self.poll.modify(fd, events)
+        else:
+            self.poll.register(fd, events)
+        self.watched[fd] = data
+
+    def _unwatch(self, fd: int) -> None:
+        if self.watched.pop(fd, None) is not None:
+            self.poll.unregister(fd)
 
     # -- the loop ---------------------------------------------------------------------------------
 
     def serve(self, keep_alive: float | None) -> None:
-        """Serve until idle for ``keep_alive`` seconds (no connection, and no process of the
+        """Serve until idle for ``keep_alive`` seconds (no operation, and no process of the
         sandbox but this one and its spare), then end: the sandbox's namespaces go with it,
         its files stay, and the next operation starts a new supervisor."""
-        self.spare = Spare()
+        self._fork_spare(rehearse=False)  # the sandbox's first command is waiting for it
         idle_since = time.monotonic()
         while True:
             # The next spare is forked once nothing else waits (a command just took the last).
-            short = self._spare_taken()
-            timeout = 0 if short else self._next_deadline()
+            short = self.spare is None
+            timeout = None
+            if short:
+                timeout = max(self.fork_again - time.monotonic(), 0)
             if keep_alive is not None and not self.connections:
                 left = idle_since + keep_alive - time.monotonic()
                 if left <= 0:
@@ -609,35 +1014,63 @@ class Supervisor:
                     idle_since = time.monotonic()  # something still runs: look again later
                     continue
                 timeout = left if timeout is None else min(timeout, left)
-            ready = self.selector.select(timeout)
+            ready = self.poll.poll(None if timeout is None else timeout * 1000)
             if ready or self.connections:
                 idle_since = time.monotonic()
-            if not ready and short:
-                self.spare = Spare()
+            if not ready and short and time.monotonic() >= self.fork_again:
+                self._fork_spare()
                 continue
-            for key, events in ready:
-                data = key.data
+            for fd, events in ready:
+                data = self.watched.get(fd)
                 if data == "listen":
                     self._accept()
                 elif data == "wake":
-                    try:
-                        self.wake_r.recv(4096)
-                    except BlockingIOError:
-                        pass
+                    _drain(self.wake)
+                elif isinstance(data, Spare):
+                    self._message(data)
                 elif isinstance(data, Connection):
-                    if events & selectors.EVENT_READ:
+                    if events & (_IN | _GONE):
                         self._readable(data)
-                    if events & selectors.EVENT_WRITE and data.sock.fileno() >= 0:
+                    if events & _OUT and data.sock.fileno() >= 0:
                         self._flush(data)
-                elif isinstance(data, Watch):
-                    if data.kind == "out":
-                        self._output(data.command, key.fd)
-                    elif data.kind == "status":
-                        self._status(data.command)
-                    else:
-                        self._feed(data.command)
-            self._reap()
-            self._expire()
+            for pid, _ in _reap_some():
+                self.inits.discard(pid)
+
+    def _fork_spare(self, rehearse: bool = True) -> None:
+        try:
+            spare = Spare(self.listener, rehearse)
+        except OSError:  # no process to be had now (the sandbox's limit): we accept meanwhile
+            self.fork_again = time.monotonic() + 0.05
+            return
+        self.spare = spare
+        self.inits.add(spare.pid)
+        self.channels[spare.channel.fileno()] = spare
+        self._watch(spare.channel.fileno(), _IN, spare)
+
+    def _message(self, spare: Spare) -> None:
+        try:
+            data = spare.channel.recv(64)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if b"S" in data:
+            self._shutdown()
+        if (b"T" in data or not data) and self.spare is spare:
+            self.spare = None
+            self._watch(self.listener.fileno(), _IN, "listen")
+            # The next spare is forked when this command is done (D), which is soon for most:
+            # forked now, it would take the processor from the command. A command that comes
+            # meanwhile is served all the same (see _start_init).
+            self.fork_again = time.monotonic() + SPARE_AFTER
+        if b"D" in data:
+            self.fork_again = 0.0
+        if b"R" in data and self.spare is spare:
+            self._unwatch(self.listener.fileno())  # the spare accepts from now on
+        if not data:  # it ended
+            self._unwatch(spare.channel.fileno())
+            self.channels.pop(spare.channel.fileno(), None)
+            spare.channel.close()
 
     def _alone(self) -> bool:
         """Whether nothing runs in the sandbox but this process, its spare, and bwrap's init."""
@@ -647,28 +1080,34 @@ class Supervisor:
         return all(not name.isdigit() or int(name) in ours for name in os.listdir("/proc"))
 
     def _retire(self) -> None:
-        if self.spare is not None:
-            self.spare.discard()
+        """End, unless an operation came meanwhile (then serve on)."""
+        spare = self.spare
+        if spare is not None:
+            said = spare.quit()
+            if b"S" in said:
+                self._shutdown()
+            self.spare = None
+            self._watch(self.listener.fileno(), _IN, "listen")
+            if said != b"q":
+                return  # used meanwhile: serve on (its channel's end tells when it ended)
+        waiting = select.poll()
+        waiting.register(self.listener.fileno(), _IN)
+        if not waiting.poll(0):
+            os._exit(0)
+
+    def _shutdown(self) -> None:
+        for pid in self.inits:
+            kill_tree(pid)
         os._exit(0)
 
-    def _spare_taken(self) -> bool:
-        return self.spare is None
-
-    def _next_deadline(self) -> float | None:
-        deadlines = [c.deadline for c in self.commands.values() if c.deadline is not None]
-        if not deadlines:
-            return None
-        return max(min(deadlines) - time.monotonic(), 0)
-
     def _accept(self) -> None:
-        try:
-            sock, _ = self.listener.accept()
-        except (BlockingIOError, InterruptedError):
+        sock = _accept(self.listener)
+        if sock is None:
             return
-        sock.setblocking(False)
+        fd = sock.fileno()
         conn = Connection(sock)
-        self.connections[sock.fileno()] = conn
-        self.selector.register(sock, selectors.EVENT_READ, conn)
+        self.connections[fd] = conn
+        self._watch(fd, _IN, conn)
 
     def _readable(self, conn: Connection) -> None:
         try:
@@ -678,7 +1117,7 @@ class Supervisor:
         except OSError:
             data = b""
         if not data:
-            self._hangup(conn)
+            self._close(conn)
             return
         if conn.request_done:
             return  # nothing more is expected; a host only hangs up
@@ -687,7 +1126,7 @@ class Supervisor:
             return
         json_size, payload_size = HEADER.unpack_from(conn.inbuf)
         if json_size > MAX_JSON or payload_size > MAX_REQUEST_PAYLOAD:
-            self._hangup(conn)
+            self._close(conn)
             return
         if len(conn.inbuf) < HEADER.size + json_size + payload_size:
             return
@@ -698,215 +1137,64 @@ class Supervisor:
         try:
             request = decode_request(body)
         except ProtocolError:
-            self._hangup(conn)
+            self._close(conn)
             return
         self._handle(conn, request, payload)
 
     def _handle(self, conn: Connection, request: list[object], payload: bytes) -> None:
         kind = request[0]
-        if kind == "run":
-            options = request[1]
-            if not isinstance(options, dict):
-                self._hangup(conn)
-                return
-            spare, self.spare = self.spare or Spare(), None
-            try:
-                command = Command(conn, options, payload, spare)  # pyright: ignore[reportUnknownArgumentType]
-            except OSError as error:
-                spare.discard()
-                self._answer(
-                    conn, ["err", errno.errorcode.get(error.errno or 0, "EIO"), str(error)]
-                )
-                return
-            conn.command = command
-            self.commands[command.pid] = command
-            for fd in command.out_fds:
-                self.selector.register(fd, selectors.EVENT_READ, Watch("out", command))
-            self.selector.register(
-                command.status_fd, selectors.EVENT_READ, Watch("status", command)
-            )
-            if command.stdin_fd is not None:
-                self.selector.register(
-                    command.stdin_fd, selectors.EVENT_WRITE, Watch("stdin", command)
-                )
+        if kind == "run" and _runnable(request):
+            self._start_init(conn, cast("dict[str, object]", request[1]), payload)
             return
         if kind == "shutdown":  # the instance is being destroyed (by another process)
-            for command in list(self.commands.values()):
-                kill_tree(command.pid)
-            if self.spare is not None:
-                self.spare.discard()
-            os._exit(0)
-        if kind == "ping":
-            self._answer(conn, ["pong", {"pid": os.getpid(), "uid": os.getuid(), **FACTS}])
-            return
-        try:
-            document, data = file_operation(request, payload)
-        except OSError as error:
-            name = errno.errorcode.get(error.errno or 0, "EIO")
-            where = error.filename if isinstance(error.filename, str) else None
-            self._answer(conn, ["err", name, error.strerror or str(error), where])
-            return
-        except (ProtocolError, AssertionError, TypeError, ValueError) as error:
-            self._answer(conn, ["err", "EINVAL", f"bad request: {error}"])
-            return
-        self._answer(conn, document, data)
-
-    # -- answers ----------------------------------------------------------------------------------
-
-    def _send(self, conn: Connection, document: object, payload: bytes = b"") -> None:
-        if conn.closing:
-            return
-        conn.outbuf += encode_answer(document, payload)
+            self._shutdown()
+        document, data = answer(request, payload)
+        conn.outbuf += encode_answer(document, data)
+        conn.closing = True
         self._flush(conn)
 
-    def _answer(self, conn: Connection, document: object, payload: bytes = b"") -> None:
-        self._send(conn, document, payload)
-        conn.closing = True
-        self._flush(conn, closing=True)
+    def _start_init(self, conn: Connection, options: dict[str, object], stdin: bytes) -> None:
+        """A command that came while no spare waited: a command init forked for it."""
+        try:
+            pid = os.fork()
+        except OSError as error:
+            name = errno.errorcode.get(error.errno or 0, "EIO")
+            conn.outbuf += encode_answer(["err", name, str(error)])
+            conn.closing = True
+            self._flush(conn)
+            return
+        if pid == 0:
+            try:
+                _become_init([conn.sock.fileno()])
+                _run_command(conn.sock, options, stdin)
+            finally:
+                os._exit(0)
+        self.inits.add(pid)
+        self._close(conn)
 
-    def _flush(self, conn: Connection, closing: bool = False) -> None:
+    def _flush(self, conn: Connection) -> None:
         try:
             while conn.outbuf:
-                sent = conn.sock.send(conn.outbuf)
-                del conn.outbuf[:sent]
+                del conn.outbuf[: conn.sock.send(conn.outbuf)]
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:
-            self._hangup(conn)
+            self._close(conn)
             return
-        fd = conn.sock.fileno()
-        if fd < 0:
+        if conn.sock.fileno() < 0:
             return
         if conn.outbuf:
-            self.selector.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
-        else:
-            self.selector.modify(conn.sock, selectors.EVENT_READ, conn)
-            if conn.closing or closing:
-                self._close(conn)
+            self._watch(conn.sock.fileno(), _IN | _OUT, conn)
+        elif conn.closing:
+            self._close(conn)
 
     def _close(self, conn: Connection) -> None:
         fd = conn.sock.fileno()
         if fd < 0:
             return
-        self.selector.unregister(conn.sock)
+        self._unwatch(fd)
         self.connections.pop(fd, None)
         conn.sock.close()
-
-    def _hangup(self, conn: Connection) -> None:
-        """The host went away (or broke the protocol): stop what it asked for."""
-        conn.closing = True
-        command = conn.command
-        if command is not None and not command.finished:
-            self._end(command, kill=True)
-        self._close(conn)
-
-    # -- commands ---------------------------------------------------------------------------------
-
-    def _feed(self, command: Command) -> None:
-        fd = command.stdin_fd
-        if fd is None:
-            return
-        try:
-            written = os.write(fd, command.stdin[:CHUNK])
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:  # the command closed its stdin: the rest is not wanted
-            written = len(command.stdin)
-        command.stdin = command.stdin[written:]
-        if not command.stdin:
-            self._close_stdin(command)
-
-    def _close_stdin(self, command: Command) -> None:
-        fd = command.stdin_fd
-        if fd is not None:
-            self.selector.unregister(fd)
-            os.close(fd)
-            command.stdin_fd = None
-
-    def _output(self, command: Command, fd: int) -> None:
-        try:
-            chunk = os.read(fd, CHUNK)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.selector.unregister(fd)
-            os.close(fd)
-            del command.out_fds[fd]
-            command.open_streams -= 1
-            self._maybe_done(command)
-            return
-        stream = command.out_fds[fd]
-        room = command.output_limit - command.sent[stream]
-        if room <= 0:
-            command.truncated = True
-            return  # drained and dropped: the command is never blocked on a full pipe
-        if len(chunk) > room:
-            chunk = chunk[:room]
-            command.truncated = True
-        command.sent[stream] += len(chunk)
-        self._send(command.conn, ["out", stream + 1], chunk)
-
-    def _status(self, command: Command) -> None:
-        try:
-            data = os.read(command.status_fd, 64)
-        except (BlockingIOError, InterruptedError):
-            return
-        if data:
-            command.status_buf += data
-            if not command.status_buf.endswith(b"\n"):
-                return
-        try:
-            command.status = int(command.status_buf.strip() or b"-1")
-        except ValueError:
-            pass
-        if command.status is None:
-            command.status = -1
-        self.selector.unregister(command.status_fd)
-        os.close(command.status_fd)
-        command.status_fd = -1
-        self._maybe_done(command)
-
-    def _maybe_done(self, command: Command) -> None:
-        if command.finished:
-            self._end(command, kill=False)
-
-    def _end(self, command: Command, *, kill: bool) -> None:
-        if kill:
-            kill_tree(command.pid)
-        self._close_stdin(command)
-        for fd in list(command.out_fds):
-            self.selector.unregister(fd)
-            os.close(fd)
-        command.out_fds.clear()
-        command.open_streams = 0
-        if command.status_fd >= 0:
-            self.selector.unregister(command.status_fd)
-            os.close(command.status_fd)
-            command.status_fd = -1
-        if command.status is None:
-            command.status = -1
-        command.deadline = None
-        self._answer(command.conn, ["exit", command.result()])
-        command.conn.command = None
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        for command in list(self.commands.values()):
-            if command.deadline is not None and now >= command.deadline and not command.finished:
-                command.timed_out = True
-                self._end(command, kill=True)
-
-    def _reap(self) -> None:
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            self.commands.pop(pid, None)
 
 
 LIMITS: dict[str, int] = {}
@@ -994,6 +1282,8 @@ def _landlock() -> str:
 
 
 def main() -> None:
+    global _supervisor_pid
+    _supervisor_pid = os.getpid()
     fd = int(sys.argv[1])
     for item in sys.argv[2].split(",") if len(sys.argv) > 2 and sys.argv[2] else ():
         name, _, value = item.partition("=")
@@ -1003,7 +1293,7 @@ def main() -> None:
     # descriptors through /proc, so the socket it listens on stays the host's way in alone.
     _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     FACTS["landlock"] = _landlock()
-    listener = socket.socket(fileno=fd)
+    listener = _unix(fd)
     listener.setblocking(False)
     os.set_inheritable(fd, False)
     Supervisor(listener).serve(keep_alive)
