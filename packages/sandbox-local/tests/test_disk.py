@@ -93,6 +93,7 @@ async def test_a_workspace_found_over_the_limit_refuses_writes_until_files_are_r
     await _sandbox(provider).run_command("true")
     # 40 MiB written behind the sandbox's back (as by an older process with a higher limit);
     # then a process of its own comes to the sandbox, which measures before its first command.
+    await provider.aclose()  # that older process has ended
     await anyio.Path(_workspace(provider) / "big.bin").write_bytes(os.urandom(40 * MIB))
     other = LocalSandboxProvider(state_dir=provider.options.state_dir, disk=LIMIT)
     try:

@@ -270,14 +270,17 @@ class Supervisor:
 
     def kill(self) -> None:
         """End the instance's namespaces: every process in them dies with ``bwrap``."""
-        if self.process.poll() is None:
+        running = self.process.poll() is None
+        if running:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
-        if self.cgroup is not None:
+        # The group is named after the key: once this bwrap has ended by itself, the group may
+        # be another process's newer sandbox's, which removing it would kill.
+        if self.cgroup is not None and running:
             self.cgroup.remove()
 
 

@@ -407,14 +407,18 @@ class LocalSandboxProvider:
         process's by asking its supervisor to shut down."""
         with self._lock:
             supervisor = self._supervisors.pop(str(folder), None)
-        if supervisor is not None:
+        if supervisor is not None and supervisor.alive:
             supervisor.kill()
-        else:
+            # Ours, so the socket is ours too. Another process's is left to it: a supervisor
+            # it started meanwhile listens there, and unlinking it would leave that one deaf.
             for socket_path in folder.glob("sock-*"):
-                shutdown(socket_path)
+                with contextlib.suppress(FileNotFoundError):
+                    socket_path.unlink()
+            return
+        if supervisor is not None:
+            supervisor.kill()  # reaped; its group is left alone (see Supervisor.kill)
         for socket_path in folder.glob("sock-*"):
-            with contextlib.suppress(FileNotFoundError):
-                socket_path.unlink()
+            shutdown(socket_path)
 
     # -- the protocol --------------------------------------------------------------------------
 
