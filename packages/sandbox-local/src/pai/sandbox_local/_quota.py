@@ -108,7 +108,7 @@ class DiskWatch:
         self.exceeded: int | None = None
         """What the measurement that ended the sandbox's processes found; reported by the
         commands running then, and cleared once a measurement finds the folder under."""
-        self.running = 0
+        self.running: int = 0
         self._stop = stop
         self._monitor = monitor
         self._measured_at = -float("inf")
