@@ -442,6 +442,8 @@ class LocalSandboxProvider:
         if not folder.exists():
             return
         self._stop(folder)
+        if self._cgroups is not None:  # the instance is gone: so is its group, whoever made it
+            Group(self._cgroups, f"pai-local-{self.options.namespace}-{key_digest(key)}").remove()
         with self._lock:
             self._disk_watches.pop(str(folder), None)
         graveyard = self.root / f".gone-{uuid.uuid4().hex}"
