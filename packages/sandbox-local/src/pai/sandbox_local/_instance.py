@@ -312,7 +312,8 @@ def _file_error(name: str, path: str, detail: str, key: str) -> SandboxError:
     if name in ("ENOSPC", "EFBIG", "EDQUOT"):
         return SandboxProviderError(
             f"writing {path!r} in the local sandbox {key!r} failed: {detail} ({name}): a limit "
-            "of the sandbox was reached (option file_size, or the disk of its state_dir)"
+            "of the sandbox was reached: raise file_size, disk or tmp_size, or free space on the disk of "
+            "its state_dir"
         )
     return SandboxProviderError(f"{path!r} in the local sandbox {key!r}: {detail} ({name})")
 

@@ -141,6 +141,15 @@ def _host_folder(folder: Path, write: dict[str, str] | None = None) -> dict[str,
     return {path.name: path.read_text() for path in folder.iterdir()}
 
 
+def _needs_processes(provider: SandboxProvider, why: str) -> None:
+    """Skip a test that needs commands to be OS processes, saying why it does not apply."""
+    if not provider.features.processes:
+        pytest.skip(
+            f"provider {provider.name!r} does not run commands as OS processes "
+            f"(features.processes is False): {why}"
+        )
+
+
 class SandboxProviderConformance:
     """Subclass and implement :meth:`create_provider` (and, if you can, the other hooks)."""
 
@@ -427,12 +436,11 @@ class SandboxProviderConformance:
         # As in bash: the command ends when its shell does and its output pipes close; a job
         # left running with its streams sent elsewhere holds neither (a provider that leaks a
         # descriptor of its own into commands, or waits for every process, fails here).
-        if not provider.features.processes:
-            pytest.skip(
-                f"provider {provider.name!r} does not run commands as OS processes "
-                "(features.processes is False): a job cannot outlive its command line there, "
-                "which ends when its jobs have (a documented difference from bash)"
-            )
+        _needs_processes(
+            provider,
+            "a job cannot outlive its command line there, which ends when its jobs have "
+            "(a documented difference from bash)",
+        )
         sandbox = await self.provisioned(provider)
         result = await sandbox.run_command(
             "sleep 5 > /dev/null 2>&1 < /dev/null & echo started", timeout=4
@@ -458,12 +466,11 @@ class SandboxProviderConformance:
     async def test_a_timeout_leaves_no_process_of_the_command_running(
         self, provider: SandboxProvider, command: str
     ) -> None:
-        if not provider.features.processes:
-            pytest.skip(
-                f"provider {provider.name!r} does not run commands as OS processes "
-                "(features.processes is False), so there are no processes to look for; the "
-                "timeout tests above still hold it to timed_out, exit 124 and the deadline"
-            )
+        _needs_processes(
+            provider,
+            "so there are no processes to look for; the timeout tests above still hold it to "
+            "timed_out, exit 124 and the deadline",
+        )
         sandbox = await self.provisioned(provider)
         before = await sandbox.run_command(LIST_PROCESSES)
         assert "\0" in before.stdout, f"cannot list processes in /proc/*/cmdline: {before!r}"
