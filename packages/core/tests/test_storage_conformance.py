@@ -151,19 +151,38 @@ class TokensPerThread(InMemoryStorage):
 
 
 class ForgetsInterruptions(InMemoryStorage):
-    async def acquire_run(self, thread_id, *, holder, ttl):
-        lease = await super().acquire_run(thread_id, holder=holder, ttl=ttl)
+    async def acquire_run(self, thread_id, *, holder, ttl, reclaim=False):
+        lease = await super().acquire_run(thread_id, holder=holder, ttl=ttl, reclaim=reclaim)
         return None if lease is None else dataclasses.replace(lease, interrupted=None)
 
 
 class RacyAcquire(InMemoryStorage):
-    async def acquire_run(self, thread_id, *, holder, ttl):
+    async def acquire_run(self, thread_id, *, holder, ttl, reclaim=False):
         entry = self._threads.get(thread_id)
         free = entry is None or entry.lease is None or entry.lease_released
         await anyio.lowlevel.checkpoint()  # between the check and the write: a race
         if free and entry is not None:
             entry.lease = None
-        return await super().acquire_run(thread_id, holder=holder, ttl=ttl)
+        return await super().acquire_run(thread_id, holder=holder, ttl=ttl, reclaim=reclaim)
+
+
+class ReclaimsAnyHolder(InMemoryStorage):
+    async def acquire_run(self, thread_id, *, holder, ttl, reclaim=False):
+        entry = self._threads.get(thread_id)
+        if reclaim and entry is not None and entry.lease is not None:
+            entry.lease = dataclasses.replace(entry.lease, holder=holder)  # holder not compared
+        return await super().acquire_run(thread_id, holder=holder, ttl=ttl, reclaim=reclaim)
+
+
+class ReclaimKeepsTheToken(InMemoryStorage):
+    async def acquire_run(self, thread_id, *, holder, ttl, reclaim=False):
+        entry = self._threads.get(thread_id)
+        held = None if entry is None or entry.lease_released else entry.lease
+        lease = await super().acquire_run(thread_id, holder=holder, ttl=ttl, reclaim=reclaim)
+        if reclaim and lease is not None and held is not None and held.holder == holder:
+            lease = dataclasses.replace(lease, token=held.token)  # the old lease stays current
+            entry.lease = lease
+        return lease
 
 
 class NeverExpires(InMemoryStorage):
@@ -185,6 +204,14 @@ class TestForgetsInterruptions(StorageConformance):
 
 class TestRacyAcquire(StorageConformance):
     create_storage = RacyAcquire
+
+
+class TestReclaimsAnyHolder(StorageConformance):
+    create_storage = ReclaimsAnyHolder
+
+
+class TestReclaimKeepsTheToken(StorageConformance):
+    create_storage = ReclaimKeepsTheToken
 
 
 class TestNeverExpires(StorageConformance):
@@ -326,6 +353,8 @@ def test_suite_catches_appends_that_ignore_the_lease(pytester: pytest.Pytester) 
     assert run_suite(pytester, "TestUnfenced").failed == {
         "test_an_append_with_the_current_lease_stores_and_with_a_stale_one_stores_nothing",
         "test_tokens_grow_across_a_thread_deleted_and_created_again",
+        "test_a_reclaimed_lease_is_fenced_and_its_release_does_nothing",
+        "test_concurrent_reclaims_by_one_holder_each_get_a_token_the_last_one_current",
     }
 
 
@@ -341,7 +370,8 @@ def test_suite_catches_a_takeover_that_does_not_name_the_interrupted_holder(
     pytester: pytest.Pytester,
 ) -> None:
     assert run_suite(pytester, "TestForgetsInterruptions").failed == {
-        "test_an_expired_lease_is_taken_over_naming_the_interrupted_holder"
+        "test_an_expired_lease_is_taken_over_naming_the_interrupted_holder",
+        "test_reclaim_when_nothing_is_live_acquires_as_usual",
     }
 
 
@@ -349,6 +379,23 @@ def test_suite_catches_two_concurrent_acquires_both_winning(pytester: pytest.Pyt
     assert "test_concurrent_acquires_let_exactly_one_win" in (
         run_suite(pytester, "TestRacyAcquire").failed
     )
+
+
+def test_suite_catches_a_reclaim_that_takes_another_holders_lease(
+    pytester: pytest.Pytester,
+) -> None:
+    assert {
+        "test_reclaim_does_not_take_a_live_lease_of_another_holder",
+        "test_reclaim_when_nothing_is_live_acquires_as_usual",
+    } <= run_suite(pytester, "TestReclaimsAnyHolder").failed
+
+
+def test_suite_catches_a_reclaim_that_keeps_the_old_token(pytester: pytest.Pytester) -> None:
+    assert {
+        "test_reclaim_takes_a_live_lease_of_the_same_holder_with_a_greater_token",
+        "test_a_reclaimed_lease_is_fenced_and_its_release_does_nothing",
+        "test_concurrent_reclaims_by_one_holder_each_get_a_token_the_last_one_current",
+    } <= run_suite(pytester, "TestReclaimKeepsTheToken").failed
 
 
 def test_suite_catches_leases_that_never_expire(pytester: pytest.Pytester) -> None:

@@ -35,6 +35,16 @@ atomic and safe concurrently, also across processes and across storage objects o
   over after it *expired* without being released has ``interrupted`` set to the previous
   ``holder`` (that run was interrupted); otherwise ``interrupted`` is ``None``. An unknown thread
   is a :class:`ThreadNotFoundError`; ``ttl <= 0`` a :class:`ValueError`;
+- ``acquire_run(thread_id, holder=..., ttl=..., reclaim=True)`` is for resuming a run under the
+  same holder after its process died (a durable run resumed elsewhere, holder
+  ``"durable:<run-id>"``): it also takes a *live*, unreleased lease whose ``holder`` is exactly
+  ``holder``, at once, without waiting for it to expire. The new lease gets a new, greater token
+  as usual, so the old one is no longer current (its appends and renewals raise
+  :class:`~pai.core.RunLeaseLostError`, its release does nothing), and ``interrupted`` is
+  ``None`` (the same holder resuming is not an interruption). A live lease of another holder
+  still gives ``None``, and otherwise it acquires as without ``reclaim`` (an expired, unreleased
+  lease of the same holder gives ``interrupted=holder``). Concurrent reclaims by one holder each
+  get their own token, the later one's lease the current one;
 - ``renew_run(lease, ttl=...)`` extends the lease to now + ``ttl`` when it is still the thread's
   current lease (same token, not released), even if it expired and nobody took it over; a lease
   taken over or released is a :class:`~pai.core.RunLeaseLostError`, a deleted thread a
@@ -169,8 +179,15 @@ class Storage(Protocol):
         """
         ...
 
-    async def acquire_run(self, thread_id: str, *, holder: str, ttl: float) -> RunLease | None:
-        """Take the thread's run lease for ``ttl`` seconds, or ``None`` while another is live."""
+    async def acquire_run(
+        self, thread_id: str, *, holder: str, ttl: float, reclaim: bool = False
+    ) -> RunLease | None:
+        """Take the thread's run lease for ``ttl`` seconds, or ``None`` while another is live.
+
+        With ``reclaim=True``, a live lease whose ``holder`` is exactly ``holder`` is taken over
+        too, with a new token (the old lease is fenced, ``interrupted`` is ``None``): for
+        resuming a run under the same holder after its process died.
+        """
         ...
 
     async def renew_run(self, lease: RunLease, *, ttl: float) -> RunLease:

@@ -240,11 +240,15 @@ class InMemoryStorage:
             for stored in entry.messages[start:]
         )
 
-    async def acquire_run(self, thread_id: str, *, holder: str, ttl: float) -> RunLease | None:
+    async def acquire_run(
+        self, thread_id: str, *, holder: str, ttl: float, reclaim: bool = False
+    ) -> RunLease | None:
         """Take the thread's run lease for ``ttl`` seconds, or ``None`` while another is live.
 
-        Raises :class:`ThreadNotFoundError` for an unknown thread, :class:`ValueError` for a
-        ``ttl`` that is not a number of seconds > 0.
+        With ``reclaim=True`` a live lease of the same ``holder`` is taken over too, with a new
+        token and ``interrupted=None``: for resuming a run under the same holder after its
+        process died. Raises :class:`ThreadNotFoundError` for an unknown thread,
+        :class:`ValueError` for a ``ttl`` that is not a number of seconds > 0.
         """
         seconds = check_ttl(ttl, "acquire_run")
         entry = self._threads.get(thread_id)
@@ -255,8 +259,10 @@ class InMemoryStorage:
         interrupted: str | None = None
         if held is not None and not entry.lease_released:
             if held.expires_at > now:
-                return None
-            interrupted = held.holder
+                if not (reclaim and held.holder == holder):
+                    return None
+            else:
+                interrupted = held.holder
         lease = RunLease(
             thread_id, next(self._tokens), holder, now + timedelta(seconds=seconds), interrupted
         )

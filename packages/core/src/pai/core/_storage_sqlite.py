@@ -630,10 +630,15 @@ class SqliteStorage:
                     raise self._unreadable(what, error) from error
             raise
 
-    async def acquire_run(self, thread_id: str, *, holder: str, ttl: float) -> RunLease | None:
+    async def acquire_run(
+        self, thread_id: str, *, holder: str, ttl: float, reclaim: bool = False
+    ) -> RunLease | None:
         """Take the thread's run lease for ``ttl`` seconds, or ``None`` while another is live.
 
-        One transaction, so processes sharing the file never both hold a thread's lease. Raises
+        With ``reclaim=True`` a live lease of the same ``holder`` is taken over too, with a new
+        token and ``interrupted=None``: for resuming a run under the same holder after its
+        process died. One transaction, so processes sharing the file never both hold a thread's
+        lease (and concurrent reclaims are ordered, the later one's token the greater). Raises
         :class:`ThreadNotFoundError` for an unknown thread, :class:`ValueError` for a ``ttl``
         that is not a number of seconds > 0.
         """
@@ -656,9 +661,12 @@ class SqliteStorage:
                 now = time.time()
                 interrupted: str | None = None
                 if held is not None and not held[2]:
+                    what = f"the run lease of thread {thread_id!r}"
                     if held[1] > now:
-                        return None
-                    interrupted = self._text(held[0], f"the run lease of thread {thread_id!r}")
+                        if not (reclaim and self._text(held[0], what) == holder):
+                            return None
+                    else:
+                        interrupted = self._text(held[0], what)
                 connection.execute(_NEXT_TOKEN)
                 (token,) = connection.execute(_TOKEN).fetchone()
                 connection.execute(

@@ -118,6 +118,29 @@ _STATEMENTS: Final = {
             interrupted = CASE WHEN lease.released THEN NULL ELSE lease.holder END
         WHERE lease.released OR lease.expires_at <= clock_timestamp()
         RETURNING lease.token, lease.expires_at, lease.interrupted""",
+    # "acquire" that also takes a live lease of the same holder (a run resumed after its process
+    # died). The update draws its token under the row lock, so of concurrent reclaims by one
+    # holder (each of which passes the WHERE) the one that updates last has the greatest token;
+    # a live lease of the same holder is not interrupted.
+    "reclaim": """INSERT INTO {s}.run_leases AS lease
+            (thread_id, token, holder, expires_at, released, interrupted)
+        SELECT thread.id, nextval({seq}), %s, clock_timestamp() + make_interval(secs => %s),
+            false, NULL
+        FROM {s}.threads AS thread WHERE thread.id = %s
+        ON CONFLICT (thread_id) DO UPDATE SET
+            token = nextval({seq}),
+            holder = excluded.holder,
+            expires_at = excluded.expires_at,
+            released = false,
+            interrupted = CASE
+                WHEN lease.released THEN NULL
+                WHEN lease.holder = excluded.holder AND lease.expires_at > clock_timestamp()
+                    THEN NULL
+                ELSE lease.holder
+            END
+        WHERE lease.released OR lease.expires_at <= clock_timestamp()
+            OR lease.holder = excluded.holder
+        RETURNING lease.token, lease.expires_at, lease.interrupted""",
     "renew": "UPDATE {s}.run_leases SET expires_at = clock_timestamp() + make_interval(secs => %s)"
     " WHERE thread_id = %s AND token = %s AND NOT released RETURNING expires_at",
     "release": "UPDATE {s}.run_leases SET released = true"
@@ -436,15 +459,23 @@ class PostgresStorage:
 
     # -- run leases ------------------------------------------------------------------------------
 
-    async def acquire_run(self, thread_id: str, *, holder: str, ttl: float) -> RunLease | None:
+    async def acquire_run(
+        self, thread_id: str, *, holder: str, ttl: float, reclaim: bool = False
+    ) -> RunLease | None:
         """Take the thread's run lease for ``ttl`` seconds (by the server's clock), or return
-        ``None`` while another lease is live. See :class:`~pai.core.RunLease`."""
+        ``None`` while another lease is live. See :class:`~pai.core.RunLease`.
+
+        With ``reclaim=True`` a live lease of the same ``holder`` is taken over too, with a new
+        token and ``interrupted=None``: for resuming a run under the same holder after its
+        process died. One statement either way; concurrent reclaims by one holder queue on the
+        lease row, and the one that takes it last gets the greatest token."""
         seconds = _check_ttl(ttl, "acquire_run")
         key = encode_text(thread_id)
+        statement = "reclaim" if reclaim else "acquire"
 
         async def acquire(conn: Conn) -> RunLease | None:
             try:
-                row = await self._fetch_one(conn, "acquire", (encode_text(holder), seconds, key))
+                row = await self._fetch_one(conn, statement, (encode_text(holder), seconds, key))
             except pg_errors.ForeignKeyViolation:  # the thread was deleted meanwhile
                 raise Abort(ThreadNotFoundError(thread_id)) from None
             if row is not None:

@@ -22,10 +22,14 @@ Subclass :class:`StorageConformance` in a test module of your package and implem
   (``RunLeaseLostError``); release is idempotent and a stale release frees nothing; an append
   with a lease stores only while it is current; a deleted thread's lease renews and appends as
   ``ThreadNotFoundError``; concurrent acquisitions let exactly one win;
+- ``acquire_run(reclaim=True)``: a live lease of the same holder is taken with a greater token
+  and ``interrupted=None``, and the old lease is fenced (appends and renewals refused, its
+  release a no-op); another holder's live lease is not taken; with nothing live it acquires as
+  usual; concurrent reclaims by one holder each get a token, the greatest the current lease;
 - across storage objects, for a backend that implements
   :meth:`~StorageConformance.open_second` (a second object over the same data, as another
-  process would open it): leases are exclusive across the two, and a lease taken over through
-  one is fenced in the other;
+  process would open it): leases are exclusive across the two, and a lease taken over (or
+  reclaimed) through one is fenced in the other;
 - ``aclose``, and, for a durable backend (one that implements :meth:`~StorageConformance.reopen`),
   that a new instance reads what a closed one wrote.
 
@@ -900,6 +904,166 @@ class StorageConformance:
         assert len(won) == 1, f"{len(won)} of {self.concurrent_writers} concurrent acquires won"
         assert len(lost) == self.concurrent_writers - 1
 
+    # -- reclaim: the same holder resuming after its process died -----------------------------
+
+    async def test_reclaim_takes_a_live_lease_of_the_same_holder_with_a_greater_token(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        await storage.create_thread(_thread("other"))
+        old = await storage.acquire_run("t1", holder="durable:run-1", ttl=30)
+        beside = await storage.acquire_run("other", holder="beside", ttl=30)
+        assert old is not None
+        assert beside is not None
+
+        new = await storage.acquire_run("t1", holder="durable:run-1", ttl=30, reclaim=True)
+
+        assert new is not None, (
+            "acquire_run(reclaim=True) did not take the live lease of the same holder"
+        )
+        assert (new.thread_id, new.holder) == ("t1", "durable:run-1")
+        assert new.token > max(old.token, beside.token), (
+            "a reclaimed lease must get a new token, greater than every token issued before"
+        )
+        assert new.interrupted is None, (
+            "the same holder reclaiming its live lease is not an interruption"
+        )
+        assert new.expires_at >= old.expires_at
+        assert await storage.acquire_run("t1", holder="durable:run-1", ttl=30) is None, (
+            "without reclaim, the same holder took a live lease"
+        )
+        assert await storage.acquire_run("t1", holder="other", ttl=30) is None
+        again = await storage.acquire_run("t1", holder="durable:run-1", ttl=30, reclaim=True)
+        assert again is not None, "a reclaimed lease could not be reclaimed again"
+        assert again.token > new.token
+        assert again.interrupted is None
+
+    async def test_a_reclaimed_lease_is_fenced_and_its_release_does_nothing(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        old = await storage.acquire_run("t1", holder="durable:run-1", ttl=30)
+        assert old is not None
+        await storage.append_messages("t1", [UserMessage(content="before")], lease=old)
+        new = await storage.acquire_run("t1", holder="durable:run-1", ttl=30, reclaim=True)
+        assert new is not None
+
+        with pytest.raises(RunLeaseLostError):
+            await storage.append_messages("t1", [UserMessage(content="zombie")], lease=old)
+        with pytest.raises(RunLeaseLostError):
+            await storage.renew_run(old, ttl=30)
+        await storage.release_run(old)
+
+        assert await storage.acquire_run("t1", holder="other", ttl=30) is None, (
+            "releasing a lease that was reclaimed freed its successor's"
+        )
+        assert await storage.acquire_run("t1", holder="durable:run-1", ttl=30) is None
+        renewed = await storage.renew_run(new, ttl=30)
+        assert renewed.token == new.token
+        await storage.append_messages("t1", [UserMessage(content="after")], lease=new)
+        assert list(await storage.get_messages("t1")) == [
+            UserMessage(content="before"),
+            UserMessage(content="after"),
+        ], "an append with a reclaimed (stale) lease stored something"
+
+    async def test_reclaim_does_not_take_a_live_lease_of_another_holder(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        held = await storage.acquire_run("t1", holder="durable:run-1", ttl=30)
+        assert held is not None
+
+        for other in ("durable:run-2", "durable:run-1 ", "durable:run-", "DURABLE:RUN-1"):
+            assert await storage.acquire_run("t1", holder=other, ttl=30, reclaim=True) is None, (
+                f"reclaim by {other!r} took the live lease of 'durable:run-1'"
+            )
+        await storage.append_messages("t1", [UserMessage(content="still mine")], lease=held)
+        await storage.renew_run(held, ttl=30)
+
+    async def test_reclaim_when_nothing_is_live_acquires_as_usual(self, storage: Storage) -> None:
+        await storage.create_thread(_thread("t1"))
+        first = await storage.acquire_run("t1", holder="durable:run-1", ttl=30, reclaim=True)
+        assert first is not None, "reclaim on a thread nobody holds returned None"
+        assert (first.holder, first.interrupted) == ("durable:run-1", None)
+
+        await storage.release_run(first)
+        after_release = await storage.acquire_run("t1", holder="someone", ttl=30, reclaim=True)
+        assert after_release is not None, "reclaim could not take a released lease"
+        assert after_release.token > first.token
+        assert after_release.interrupted is None
+        await storage.release_run(after_release)
+
+        mine = await storage.acquire_run("t1", holder="durable:run-1", ttl=self.short_ttl)
+        assert mine is not None
+        await self._expire()
+        resumed = await storage.acquire_run("t1", holder="durable:run-1", ttl=30, reclaim=True)
+        assert resumed is not None, "reclaim could not take its own expired lease"
+        assert resumed.token > mine.token
+        assert resumed.interrupted == "durable:run-1", (
+            "a lease taken over after it expired unreleased names the interrupted holder, also "
+            "when the same holder reclaims it"
+        )
+
+        gone = await storage.acquire_run("t1", holder="durable:run-1", ttl=self.short_ttl)
+        assert gone is None
+        await storage.release_run(resumed)
+        theirs = await storage.acquire_run("t1", holder="host:7:deadbeef", ttl=self.short_ttl)
+        assert theirs is not None
+        await self._expire()
+        taken = await storage.acquire_run("t1", holder="durable:run-1", ttl=30, reclaim=True)
+        assert taken is not None, "reclaim could not take another holder's expired lease"
+        assert taken.token > theirs.token
+        assert taken.interrupted == "host:7:deadbeef"
+        with pytest.raises(RunLeaseLostError):
+            await storage.renew_run(theirs, ttl=30)
+
+    async def test_reclaim_of_an_unknown_thread_or_with_a_bad_ttl_is_refused(
+        self, storage: Storage
+    ) -> None:
+        with pytest.raises(ThreadNotFoundError):
+            await storage.acquire_run("nope", holder="durable:run-1", ttl=30, reclaim=True)
+        await storage.create_thread(_thread("t1"))
+        held = await storage.acquire_run("t1", holder="durable:run-1", ttl=30)
+        assert held is not None
+        with pytest.raises(ValueError, match="ttl"):
+            await storage.acquire_run("t1", holder="durable:run-1", ttl=0, reclaim=True)
+        await storage.append_messages("t1", [UserMessage(content="still mine")], lease=held)
+
+    async def test_concurrent_reclaims_by_one_holder_each_get_a_token_the_last_one_current(
+        self, storage: Storage
+    ) -> None:
+        await storage.create_thread(_thread("t1"))
+        first = await storage.acquire_run("t1", holder="durable:run-1", ttl=30)
+        assert first is not None
+        got: list[RunLease | None] = []
+
+        async def reclaim() -> None:
+            got.append(
+                await storage.acquire_run("t1", holder="durable:run-1", ttl=30, reclaim=True)
+            )
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(self.concurrent_writers):
+                tg.start_soon(reclaim)
+
+        leases = [lease for lease in got if lease is not None]
+        assert len(leases) == self.concurrent_writers, (
+            f"{self.concurrent_writers - len(leases)} of {self.concurrent_writers} concurrent "
+            "reclaims by the same holder returned None"
+        )
+        tokens = sorted(lease.token for lease in leases)
+        assert len(set(tokens)) == len(tokens), "concurrent reclaims were given the same token"
+        assert tokens[0] > first.token
+        last = max(leases, key=lambda lease: lease.token)
+        await storage.append_messages("t1", [UserMessage(content="last")], lease=last)
+        for lease in [first, *leases]:
+            if lease is not last:
+                with pytest.raises(RunLeaseLostError):
+                    await storage.append_messages("t1", [UserMessage(content="x")], lease=lease)
+        assert list(await storage.get_messages("t1")) == [UserMessage(content="last")], (
+            "the reclaimed lease with the greatest token must be the thread's current one"
+        )
+
     # -- run leases across storage objects ----------------------------------------------------
 
     async def _second(self, storage: Storage) -> Storage:
@@ -967,6 +1131,36 @@ class StorageConformance:
             await storage.delete_thread("t1")
             with pytest.raises(ThreadNotFoundError):
                 await second.renew_run(current, ttl=30)
+        finally:
+            await second.aclose()
+
+    async def test_a_lease_reclaimed_through_one_object_is_fenced_in_the_other(
+        self, storage: Storage
+    ) -> None:
+        second = await self._second(storage)
+        try:
+            await storage.create_thread(_thread("t1"))
+            old = await storage.acquire_run("t1", holder="durable:run-1", ttl=30)
+            assert old is not None
+            assert (
+                await second.acquire_run("t1", holder="durable:run-2", ttl=30, reclaim=True) is None
+            ), "a reclaim through another storage object took another holder's live lease"
+
+            new = await second.acquire_run("t1", holder="durable:run-1", ttl=30, reclaim=True)
+
+            assert new is not None, (
+                "a reclaim through another storage object did not take the same holder's lease"
+            )
+            assert new.token > old.token
+            assert new.interrupted is None
+            with pytest.raises(RunLeaseLostError):
+                await storage.append_messages("t1", [UserMessage(content="zombie")], lease=old)
+            with pytest.raises(RunLeaseLostError):
+                await storage.renew_run(old, ttl=30)
+            await storage.release_run(old)
+            assert await storage.acquire_run("t1", holder="other", ttl=30) is None
+            await storage.append_messages("t1", [UserMessage(content="resumed")], lease=new)
+            assert list(await second.get_messages("t1")) == [UserMessage(content="resumed")]
         finally:
             await second.aclose()
 
