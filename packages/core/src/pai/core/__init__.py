@@ -38,6 +38,12 @@ if TYPE_CHECKING:
     from pai.core._context import RuntimeContextInput as RuntimeContextInput
     from pai.core._context import ToolEnabledInput as ToolEnabledInput
     from pai.core._context import ToolEntry as ToolEntry
+    from pai.core._durability import DurabilityEngine as DurabilityEngine
+    from pai.core._durability import DurableHost as DurableHost
+    from pai.core._durability import RunSpec as RunSpec
+    from pai.core._durability import Steps as Steps
+    from pai.core._durability_registry import DurabilityRegistration as DurabilityRegistration
+    from pai.core._durability_registry import DurabilitySettings as DurabilitySettings
     from pai.core._errors import CapabilityAcquireError as CapabilityAcquireError
     from pai.core._errors import CapabilityBindingError as CapabilityBindingError
     from pai.core._errors import CapabilityConflictError as CapabilityConflictError
@@ -45,6 +51,8 @@ if TYPE_CHECKING:
     from pai.core._errors import ConfigError as ConfigError
     from pai.core._errors import DefinitionError as DefinitionError
     from pai.core._errors import DuplicateRegistrationError as DuplicateRegistrationError
+    from pai.core._errors import DurabilityError as DurabilityError
+    from pai.core._errors import DurableReplayError as DurableReplayError
     from pai.core._errors import FatalModelError as FatalModelError
     from pai.core._errors import InvalidThreadIdError as InvalidThreadIdError
     from pai.core._errors import ModelAuthenticationError as ModelAuthenticationError
@@ -166,6 +174,7 @@ if TYPE_CHECKING:
 _SOURCES: dict[str, str] = {
     "AdminClient": "pai.core._admin",
     "RunResult": "pai.core._admin",
+    "RunSpec": "pai.core._durability",
     "ThreadHandle": "pai.core._admin",
     "Agent": "pai.core._agent",
     "InstructionsInput": "pai.core._agent",
@@ -206,6 +215,12 @@ _SOURCES: dict[str, str] = {
     "ModelRateLimitError": "pai.core._errors",
     "ModelResponseError": "pai.core._errors",
     "ModelTimeoutError": "pai.core._errors",
+    "DurabilityEngine": "pai.core._durability",
+    "DurabilityError": "pai.core._errors",
+    "DurableHost": "pai.core._durability",
+    "DurabilityRegistration": "pai.core._durability_registry",
+    "DurabilitySettings": "pai.core._durability_registry",
+    "DurableReplayError": "pai.core._errors",
     "PaiError": "pai.core._errors",
     "PluginError": "pai.core._errors",
     "RetryableModelError": "pai.core._errors",
@@ -213,6 +228,7 @@ _SOURCES: dict[str, str] = {
     "RuntimeClosedError": "pai.core._errors",
     "RuntimeContextError": "pai.core._errors",
     "StepLimitExceededError": "pai.core._errors",
+    "Steps": "pai.core._durability",
     "StorageAccessError": "pai.core._errors",
     "StorageCorruptError": "pai.core._errors",
     "StorageError": "pai.core._errors",
@@ -341,6 +357,12 @@ __all__ = [
     "DelegatedRunEvent",
     "DisposeInput",
     "DuplicateRegistrationError",
+    "DurabilityEngine",
+    "DurabilityError",
+    "DurabilityRegistration",
+    "DurabilitySettings",
+    "DurableHost",
+    "DurableReplayError",
     "ErrorMessage",
     "FatalModelError",
     "FinishReason",
@@ -388,6 +410,7 @@ __all__ = [
     "RunLeaseLostError",
     "RunRefused",
     "RunResult",
+    "RunSpec",
     "RuntimeClosedError",
     "RuntimeContextError",
     "RuntimeContextInput",
@@ -397,6 +420,7 @@ __all__ = [
     "ScopeLabel",
     "SqliteStorage",
     "StepLimitExceededError",
+    "Steps",
     "Storage",
     "StorageAccessError",
     "StorageCorruptError",

@@ -14,6 +14,7 @@ from pai.core._agent import Agent, define_agent
 from pai.core._binding import CapabilityBinding
 from pai.core._config import PaiConfig, load_config
 from pai.core._config_binding import resolve_from_config
+from pai.core._durability import DurabilityEngine, check_engine
 from pai.core._errors import CapabilityBindingError, DefinitionError
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._model import Model
@@ -149,6 +150,8 @@ def create_agent_runtime(
     plugins: Plugins | None = None,
     run_lease_ttl: float | None = None,
     busy_thread_wait: float | None = None,
+    durability: DurabilityEngine | None = None,
+    durable_identity: object | None = None,
 ) -> AgentRuntime:
     """Build the runtime for ``agent``; the binding record is checked here, all problems at once.
 
@@ -182,6 +185,15 @@ def create_agent_runtime(
     run_lease_ttl`` and ``busy_thread_wait`` of the configuration apply when the runtime reads
     it (it does when ``storage`` or a binding or a model comes from configuration, or
     ``config`` is given).
+
+    ``durability`` makes every run durable on an engine (``pai.durable_dbos.DbosEngine``, say):
+    each run is the engine's workflow and each model answer, tool call and append a recorded
+    step, so a run whose process dies is resumed (by this process after a restart, or by
+    another) without repeating what it recorded. A durable run records its caller's identity;
+    when that is not a JSON value, ``durable_identity`` is its type (a pydantic model, a
+    dataclass) to rebuild it from JSON. See the durable runs guide for the rules replayed code
+    follows. Without it here, ``[durability]`` of the configuration applies when the runtime
+    reads it (``engine = "dbos"`` and that engine's options).
 
     Example::
 
@@ -231,6 +243,10 @@ def create_agent_runtime(
                 ids=per_user,
             )
     ttl, wait = run_lease_options(run_lease_ttl, busy_thread_wait, config)
+    if durability is None and config is not None and "durability" in config.data:
+        from pai.core._durability_config import durability_from_config
+
+        durability = durability_from_config(config, plugins=plugins)
     if storage is None:
         assert config is not None
         storage = default_storage(config, plugins)
@@ -246,6 +262,8 @@ def create_agent_runtime(
         owned_models=owned_models,
         run_lease_ttl=ttl,
         busy_thread_wait=wait,
+        durability=None if durability is None else check_engine(durability, "durability"),
+        durable_identity=durable_identity,
     )
 
 

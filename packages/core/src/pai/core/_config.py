@@ -7,7 +7,8 @@ Where it comes from, lowest precedence first:
    ``pyproject.toml``; the search stops at the first file found (a ``pyproject.toml`` without
    ``[tool.pai]`` does not count). ``PAI_CONFIG=path`` names the file instead of searching. The
    tables are ``[capabilities]``, ``[chat]`` (the agent ``pai chat`` talks to, see
-   :mod:`pai.core._chat`), ``[model]`` (see :mod:`pai.core._model_config`) and ``[storage]``;
+   :mod:`pai.core._chat`), ``[durability]`` (see :mod:`pai.core._durability_config`),
+   ``[model]`` (see :mod:`pai.core._model_config`) and ``[storage]``;
    another top-level table is an error, and so is a ``[capabilities.<id>]`` no
    installed package registers (checked when configuration binds a capability)::
 
@@ -71,7 +72,7 @@ CONFIG_ENV = "PAI_CONFIG"
 NOT_CONFIG = frozenset({"PAI_STRICT_PLUGINS", "PAI_LOAD_PLUGINS", "PAI_REQUIRE_DOCKER", CONFIG_ENV})
 """``PAI_`` variables that are switches, not configuration."""
 
-TABLES = ("capabilities", "chat", "model", "serve", "storage")
+TABLES = ("capabilities", "chat", "durability", "model", "serve", "storage")
 """The top-level tables of the configuration; anything else is a mistake, reported."""
 
 MAX_DEPTH = 32

@@ -62,6 +62,10 @@ def _check_static(config: PaiConfig, *, plugins: Plugins | None) -> None:
     check_capability_ids(config, registrations)
     plugins.manager.hook.pai_check_config(config=config)  # the tables plugins read themselves
     run_options(config)  # [storage] run_lease_ttl, busy_thread_wait
+    if "durability" in config.data:
+        from pai.core._durability_config import durability_from_config
+
+        durability_from_config(config, plugins=plugins)  # an engine connects only on start
     storage = storage_from_config(config, plugins=plugins)
     bindings: dict[str, CapabilityBinding[object]] = {}
     try:

@@ -28,6 +28,8 @@
     ├── CapabilityAcquireError         (RuntimeError: a binding failed to acquire a facade)
     ├── StepLimitExceededError         (RuntimeError: an agent run hit its step limit)
     ├── RuntimeContextError            (RuntimeError: an agent's runtime_context or instructions raised)
+    ├── DurabilityError                (RuntimeError: a durable run cannot start or go on)
+    │   └── DurableReplayError               (a replay took another path than the recorded run)
     ├── ModelError                     (a model call failed; .retryable says if trying again can help)
     │   ├── RetryableModelError        (worth retrying after a pause; .retry_after when the server said)
     │   │   ├── ModelRateLimitError          (429: too many requests or tokens)
@@ -218,6 +220,18 @@ class RuntimeContextError(PaiError, RuntimeError):
 
     ``__cause__`` holds the function's own error. The thread records it as an error message.
     """
+
+
+class DurabilityError(PaiError, RuntimeError):
+    """A durable run cannot start or go on: its engine refused it, its input cannot be recorded,
+    or its thread changed under it. The message names the run and what to do."""
+
+
+class DurableReplayError(DurabilityError):
+    """A durable run, replayed after a restart, took another path than the one it recorded: an
+    app function it runs again (an ``enabled`` predicate, ``runtime_context``) answered
+    differently, or the agent's definition changed. The message names the run, the step and the
+    function; recorded runs need the code that recorded them."""
 
 
 class RuntimeClosedError(PaiError, RuntimeError):

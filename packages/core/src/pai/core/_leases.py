@@ -148,10 +148,22 @@ class RunLeases:
         """Who a new run is: ``"host:pid:run-id"``, the run id 8 random hex digits."""
         return f"{self._host}:{os.getpid()}:{os.urandom(4).hex()}"
 
-    async def run(self, thread_id: str, body: Callable[[RunLease], Awaitable[T]]) -> T:
+    async def run(
+        self,
+        thread_id: str,
+        body: Callable[[RunLease], Awaitable[T]],
+        *,
+        holder: str | None = None,
+        reclaim: bool = False,
+    ) -> T:
         """Run ``body(lease)`` holding the thread's run lease: wait for it (bounded), keep it
-        renewed, release it when the run ends. ``body`` passes the lease to every append."""
-        lease = await self._acquire(thread_id)
+        renewed, release it when the run ends. ``body`` passes the lease to every append.
+
+        A durable run passes its own ``holder`` (``"durable:<run id>"``) and ``reclaim=True``:
+        resumed after its process died, it takes back its own lease at once (see
+        :meth:`~pai.core.Storage.acquire_run`), and an expired one of its own is no
+        interruption to record."""
+        lease = await self._acquire(thread_id, holder, reclaim)
         # No await between the acquisition and this try: the lease is always released.
         held: HeldLease | None = None
         try:
@@ -167,12 +179,12 @@ class RunLeases:
             # The body is awaited right here, not in a helper: one frame fewer in every run
             # in flight (the garbage collector walks them all).
             if operation is not None:
-                if lease.interrupted is not None:
+                if lease.interrupted is not None and lease.interrupted != holder:
                     await self._mark_interrupted(lease)
                 return await body(lease)
             held.scope = anyio.CancelScope()
             with held.scope:
-                if lease.interrupted is not None:
+                if lease.interrupted is not None and lease.interrupted != holder:
                     await self._mark_interrupted(lease)
                 return await body(lease)
         except RunLeaseLostError as error:
@@ -205,8 +217,8 @@ class RunLeases:
 
     # -- acquiring and releasing --------------------------------------------------------------
 
-    async def _acquire(self, thread_id: str) -> RunLease:
-        lease = await self.storage.acquire_run(thread_id, holder=self.holder(), ttl=self.ttl)
+    async def _acquire(self, thread_id: str, holder: str | None, reclaim: bool) -> RunLease:
+        lease = await self._ask(thread_id, holder, reclaim)
         if lease is not None:
             return lease
         started = anyio.current_time()
@@ -228,9 +240,17 @@ class RunLeases:
                     if not waiting and self._waiters.get(thread_id) is waiting:
                         del self._waiters[thread_id]
             pause = min(pause * 2, _LONGEST_PAUSE)
-            lease = await self.storage.acquire_run(thread_id, holder=self.holder(), ttl=self.ttl)
+            lease = await self._ask(thread_id, holder, reclaim)
             if lease is not None:
                 return lease
+
+    def _ask(self, thread_id: str, holder: str | None, reclaim: bool) -> Awaitable[RunLease | None]:
+        if reclaim:
+            # Only durable runs pass it: a storage of a plugin that predates it serves the rest.
+            return self.storage.acquire_run(
+                thread_id, holder=holder or self.holder(), ttl=self.ttl, reclaim=True
+            )
+        return self.storage.acquire_run(thread_id, holder=holder or self.holder(), ttl=self.ttl)
 
     async def _release(self, lease: RunLease) -> None:
         """Release ``lease``, also when the run is being cancelled (a release is idempotent: one

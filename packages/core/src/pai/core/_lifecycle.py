@@ -283,6 +283,10 @@ class HistorySnapshot(Sequence[Message]):
     def __repr__(self) -> str:
         return repr(list(self))
 
+    def prefix(self, length: int) -> HistorySnapshot:
+        """The first ``length`` messages of this snapshot's cached part (all of it when shorter)."""
+        return HistorySnapshot(self._base, min(max(length, 0), self._base_length))
+
     def extended(self, messages: Sequence[Message]) -> HistorySnapshot:
         """This snapshot followed by ``messages``: what the next step reads."""
         return HistorySnapshot(self._base, self._base_length, (*self._tail, *messages))
@@ -357,6 +361,13 @@ class HistoryCache:
         while len(self._entries) > self._max_threads:
             self._entries.popitem(last=False)
         return HistorySnapshot(entry.messages, len(entry.messages))
+
+    def stored_count(self, thread_id: str) -> int:
+        """How many messages (errors included) the last :meth:`read` of ``thread_id`` found
+        stored: asked right after that read, with no ``await`` between, the count its snapshot
+        ends at (where the run's next append lands)."""
+        entry = self._entries.get(thread_id)
+        return 0 if entry is None else entry.count
 
     def forget(self, thread_ids: Sequence[str]) -> None:
         for thread_id in thread_ids:

@@ -31,7 +31,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import anyio
 import pydantic_core
@@ -47,6 +47,7 @@ from pai.core._context import (
     ToolEnabledInput,
     new_runtime_context_input,
 )
+from pai.core._durability import DURABLE_CALL
 from pai.core._errors import (
     CapabilityAcquireError,
     CapabilityBindingError,
@@ -91,6 +92,9 @@ from pai.core._operations import CommandContext, ToolContext
 from pai.core._run_events import DelegatedRunEvent, RunEvent, RunFinished, ToolCallResult
 from pai.core._storage import RunLease, ThreadRecord
 from pai.core._threads import Threads
+
+if TYPE_CHECKING:
+    from pai.core._durable import DurableRuns
 
 _MakeCheck: TypeAlias = Callable[
     [type[ToolEnabledInput[Any]], tuple[Any, ...]], ToolEnabledInput[Any]
@@ -158,6 +162,8 @@ class AgentLoop:
         self._threads = threads
         self._storage = threads.storage
         self._acquisition = acquisition
+        self.durable: DurableRuns | None = None
+        """Set when the runtime has a durability engine: runs go through it."""
         # What the model is offered never changes for an agent: build every JSON schema once.
         # Whether its model streams does not either: no protocol check per step.
         self._offers: dict[str, Offered] = {}
@@ -181,6 +187,10 @@ class AgentLoop:
     def send(
         self, caller: Caller, thread_id: str, text: str, emit: Emit | None = None
     ) -> Awaitable[RunResult]:
+        if self.durable is not None:
+            return self._threads.tracked(
+                thread_id, self.durable.send(caller, thread_id, text, emit)
+            )
         return self._threads.tracked(thread_id, self._send(caller, thread_id, text, emit))
 
     async def _send(
@@ -198,6 +208,8 @@ class AgentLoop:
     def submit_tool_results(
         self, caller: Caller, thread_id: str, results: Mapping[str, object]
     ) -> Awaitable[RunResult]:
+        if self.durable is not None:
+            return self._threads.tracked(thread_id, self.durable.submit(caller, thread_id, results))
         return self._threads.tracked(
             thread_id, self._submit_tool_results(caller, thread_id, results)
         )
@@ -266,7 +278,7 @@ class AgentLoop:
     ) -> object:
         command = self._agent.commands[name]
         thread = await self._threads.get(caller, thread_id)
-        pending = self._runtime_context(self._agent, thread, caller)
+        pending = self.runtime_context_of(self._agent, thread, caller)
         run_context = None if pending is None else await pending
         try:
             capabilities = await self._acquisition.acquire(command.capabilities, thread, caller)
@@ -283,7 +295,7 @@ class AgentLoop:
             # Awaited here, not through resolve(): one coroutine fewer per command.
             return (await result) if is_awaitable(result) else result
         except Exception as error:
-            await self._record_error(thread.id, "command", error)
+            await self.record_error(thread.id, "command", error)
             raise
 
     # -- a run and its steps ------------------------------------------------------------------
@@ -311,6 +323,18 @@ class AgentLoop:
                 return result
         raise await self.step_limit(run)
 
+    @staticmethod
+    def check_model(agent: Agent) -> None:
+        """A :class:`DefinitionError` when ``agent`` has no model object (none, or a name that
+        was never resolved)."""
+        if agent.model is None or isinstance(agent.model, str):
+            raise DefinitionError(
+                f"agent {agent.name!r} has no model; pass define_agent(model=...) (a model "
+                "object or a name such as 'openai:gpt-4.1-mini'), configure one in pai.toml "
+                '([model] provider = "openai", name = "gpt-4.1-mini"), or, in tests, '
+                "create_test_runtime(model=...)"
+            )
+
     async def begin(
         self,
         agent: Agent,
@@ -321,21 +345,15 @@ class AgentLoop:
         lease: RunLease | None = None,
     ) -> Run:
         """Start a run: its runtime context, its instructions, the thread's history."""
-        if agent.model is None or isinstance(agent.model, str):
-            raise DefinitionError(
-                f"agent {agent.name!r} has no model; pass define_agent(model=...) (a model "
-                "object or a name such as 'openai:gpt-4.1-mini'), configure one in pai.toml "
-                '([model] provider = "openai", name = "gpt-4.1-mini"), or, in tests, '
-                "create_test_runtime(model=...)"
-            )
-        pending = self._runtime_context(agent, thread, caller, lease)
+        self.check_model(agent)
+        pending = self.runtime_context_of(agent, thread, caller, lease)
         run_context = None if pending is None else await pending
         instructions = agent.instructions
         if not isinstance(instructions, str):
             run_input: InstructionsInput[Any] = InstructionsInput(
                 thread.id, caller.scope_key, caller.identity, caller.user_key, run_context
             )
-            instructions = await self._app_call(
+            instructions = await self.app_call(
                 agent, thread, "instructions", instructions, run_input, lease
             )
         history = (await self._threads.history.read(self._storage, thread)).extended(staged)
@@ -411,7 +429,7 @@ class AgentLoop:
                     message, finish_reason="tool_calls" if message.tool_calls else "stop"
                 )
         except Exception as error:
-            await self._record_error(run.thread.id, "model", error, run.lease)
+            await self.record_error(run.thread.id, "model", error, run.lease)
             raise
         if response.usage.input_tokens or response.usage.output_tokens:
             run.usage = run.usage + response.usage
@@ -437,13 +455,13 @@ class AgentLoop:
         # A single call is awaited right here: no coroutine between the step and the tool.
         results: list[Message]
         if len(runnable) == 1:
-            results = [await self._run_tool_call(run, offered, runnable[0])]
+            results = [await self.run_tool_call(run, offered, runnable[0])]
         elif runnable:
             results = await self._run_parallel_tool_calls(run, offered, runnable)
         else:
             results = []
         if refused:
-            results.extend(_over_the_cap(agent, call, len(response.tool_calls)) for call in refused)
+            results.extend(over_the_cap(agent, call, len(response.tool_calls)) for call in refused)
         if run.emit is not None:
             for result in results:
                 await run.emit(ToolCallResult(cast("ToolResultMessage", result)))
@@ -475,7 +493,7 @@ class AgentLoop:
             f"{run.thread.id!r} without a final answer; raise define_agent(max_steps=...) or "
             "check the model's tool calls"
         )
-        await self._record_error(run.thread.id, "runtime", error, run.lease)
+        await self.record_error(run.thread.id, "runtime", error, run.lease)
         return error
 
     # -- tool calls ---------------------------------------------------------------------------
@@ -492,14 +510,14 @@ class AgentLoop:
 
         async def worker() -> None:
             for index, call in pending:
-                results[index] = await self._run_tool_call(run, offered, call)
+                results[index] = await self.run_tool_call(run, offered, call)
 
         async with anyio.create_task_group() as tg:
             for _ in range(min(run.agent.max_parallel_tool_calls, len(calls))):
                 tg.start_soon(worker)
         return [r for r in results if r is not None]
 
-    async def _run_tool_call(self, run: Run, offered: Offered, call: ToolCall) -> ToolResultMessage:
+    async def run_tool_call(self, run: Run, offered: Offered, call: ToolCall) -> ToolResultMessage:
         agent, thread, caller = run.agent, run.thread, run.caller
         if call.name not in offered.names:
             # A stale or invented call, or a tool whose predicate said no on this step: it gets
@@ -551,6 +569,7 @@ class AgentLoop:
             user_key=caller.user_key,
             identity=caller.identity,
             runtime_context=run.runtime_context,
+            durable_call_id=DURABLE_CALL.get(),
         )
         result, _ = await execute_tool(tool, ctx, call.name)
         return result
@@ -594,7 +613,7 @@ class AgentLoop:
 
     # -- app functions: runtime context, instructions, predicates -----------------------------
 
-    def _runtime_context(
+    def runtime_context_of(
         self, agent: Agent, thread: ThreadRecord, caller: Caller, lease: RunLease | None = None
     ) -> Awaitable[Any] | None:
         """The agent's runtime context for one run, to await; ``None`` when it has no function
@@ -614,9 +633,9 @@ class AgentLoop:
                 caller.identity, thread.id, caller.scope_key, caller.user_key, agent.name
             )
             self._context_inputs[agent.name] = (caller, thread.id, run)
-        return self._app_call(agent, thread, "runtime_context", fn, run, lease)
+        return self.app_call(agent, thread, "runtime_context", fn, run, lease)
 
-    async def _app_call(
+    async def app_call(
         self,
         agent: Agent,
         thread: ThreadRecord,
@@ -655,10 +674,10 @@ class AgentLoop:
             f"{what} raised {type(error).__name__}: {error}; the run in thread "
             f"{thread.id!r} did not continue and nothing of it was saved but this error"
         )
-        await self._record_error(thread.id, source, failure, lease)
+        await self.record_error(thread.id, source, failure, lease)
         return failure
 
-    async def _record_error(
+    async def record_error(
         self, thread_id: str, source: str, error: BaseException, lease: RunLease | None = None
     ) -> None:
         """Record ``error`` in the thread; with the run's ``lease`` when a run failed (a lost
@@ -685,7 +704,7 @@ async def _streamed(
         await aclose_if_closable(events)
 
 
-def _over_the_cap(agent: Agent, call: ToolCall, made: int) -> ToolResultMessage:
+def over_the_cap(agent: Agent, call: ToolCall, made: int) -> ToolResultMessage:
     cap = agent.max_tool_calls_per_step
     return _failed(
         call,

@@ -94,6 +94,10 @@ class ToolContext(Generic[InputT, ContextT]):
     user_key: str | None
     identity: object
     runtime_context: ContextT = None  # pyright: ignore[reportAssignmentType]  # None when unset
+    durable_call_id: str | None = None
+    """In a durable run, this call's id: the same every time the run is replayed after a crash
+    (``tool_call_id`` is the model's, which need not be). Key a side effect outside PAI by it
+    to make it happen once; ``None`` outside durable runs."""
 
 
 @dataclass(frozen=True, slots=True)

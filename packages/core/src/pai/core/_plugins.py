@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 import pluggy
 
+from pai.core._durability_registry import DurabilityRegistration
 from pai.core._errors import DuplicateRegistrationError, PluginError
 from pai.core._model_registry import ModelRegistration
 from pai.core._storage_registry import StorageRegistration
@@ -158,6 +159,12 @@ class CoreHookSpecs:
     def pai_models(self) -> Sequence[ModelRegistration]:
         """Return the model providers this plugin provides, one per name; the prefix of
         ``"openai:gpt-4.1-mini"`` and ``[model] provider`` pick one."""
+        raise NotImplementedError
+
+    @hookspec
+    def pai_durability_engines(self) -> Sequence[DurabilityRegistration]:
+        """Return the durability engines this plugin provides, one per name; ``[durability]
+        engine`` picks one (``"dbos"``, ``"temporal"``)."""
         raise NotImplementedError
 
     @hookspec
@@ -386,6 +393,16 @@ class Plugins:
         two distributions is a :class:`DuplicateRegistrationError` naming both."""
         return self.registrations(
             "pai_models", ModelRegistration, key=lambda r: r.name, kind="model provider"
+        )
+
+    def durability_engines(self) -> dict[str, DurabilityRegistration]:
+        """Every durability engine plugins register, by name; one name registered by two
+        distributions is a :class:`DuplicateRegistrationError` naming both."""
+        return self.registrations(
+            "pai_durability_engines",
+            DurabilityRegistration,
+            key=lambda r: r.name,
+            kind="durability engine",
         )
 
     def extend_cli(self, cli: click.Group) -> list[str]:

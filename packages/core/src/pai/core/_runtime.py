@@ -16,6 +16,7 @@ from pai.core._acquisition import Acquisition
 from pai.core._admin import AdminClient, Caller
 from pai.core._agent import Agent
 from pai.core._binding import CapabilityBinding
+from pai.core._durability import DurabilityEngine
 from pai.core._errors import CapabilityBindingError
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._loop import AgentLoop
@@ -55,6 +56,8 @@ class AgentRuntime:
         owned_models: Sequence[Model] = (),
         run_lease_ttl: float = 30.0,
         busy_thread_wait: float = 60.0,
+        durability: DurabilityEngine | None = None,
+        durable_identity: object | None = None,
     ) -> None:
         self.agent = agent
         self.storage = storage
@@ -85,6 +88,18 @@ class AgentRuntime:
             threads=self._threads,
             acquisition=Acquisition(bindings, self._threads.roots, storage),
         )
+        self.durability = durability
+        """The engine that makes this runtime's runs durable, if any."""
+        if durability is not None:
+            from pai.core._durable import DurableRuns
+
+            self._loop.durable = DurableRuns(
+                engine=durability,
+                loop=self._loop,
+                threads=self._threads,
+                agents=agents,
+                identity_type=durable_identity,
+            )
 
     def admin(self, *, identity: object) -> AdminClient:
         """Server-side access for ``identity``: create threads, run the agent, call commands.
@@ -122,13 +137,25 @@ class AgentRuntime:
         ``aclose()``, when they have one). Close releases local resources only; durable state
         (containers, files) stays.
         """
+        durable = self._loop.durable
+        if durable is not None:
+            await durable.aclose()
         await self._threads.close(owns_storage=self._owns_storage)
         owned, self._owned_models = self._owned_models, ()
         for model in owned:
             await aclose_if_closable(model)
 
     async def __aenter__(self) -> Self:
+        await self.start()
         return self
+
+    async def start(self) -> None:
+        """Start what runs in the background: with a durability engine, the engine, which
+        resumes the runs this process (by its engine identity) left unfinished when it died.
+        ``async with runtime`` calls it; the first durable run does too. Idempotent."""
+        durable = self._loop.durable
+        if durable is not None:
+            await durable.start()
 
     async def __aexit__(
         self,

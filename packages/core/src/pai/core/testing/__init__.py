@@ -9,6 +9,8 @@ They are imported on first use, so importing this package does not import pytest
 
 from typing import TYPE_CHECKING
 
+from pai.core.testing._durable import JournalEngine as JournalEngine
+from pai.core.testing._durable import SimulatedCrash as SimulatedCrash
 from pai.core.testing._models import FunctionModel as FunctionModel
 from pai.core.testing._models import ScriptedModel as ScriptedModel
 from pai.core.testing._models import ScriptedStream as ScriptedStream
@@ -58,11 +60,13 @@ def __dir__() -> list[str]:
 __all__ = [
     "CapabilityBindingConformance",
     "FunctionModel",
+    "JournalEngine",
     "RunChannelConformance",
     "ScriptExhaustedError",
     "ScriptStep",
     "ScriptedModel",
     "ScriptedStream",
+    "SimulatedCrash",
     "StorageConformance",
     "ToolRunResult",
     "chunks",

@@ -8,6 +8,7 @@ from typing import Any
 from pai.core._agent import Agent
 from pai.core._assembly import create_agent_runtime
 from pai.core._binding import CapabilityBinding
+from pai.core._durability import DurabilityEngine
 from pai.core._lifecycle import OnRuntimeError
 from pai.core._model import Model
 from pai.core._runtime import AgentRuntime
@@ -33,12 +34,14 @@ def create_test_runtime(
     settlement_window: float = 1.0,
     run_lease_ttl: float | None = None,
     busy_thread_wait: float | None = None,
+    durability: DurabilityEngine | None = None,
 ) -> AgentRuntime:
     """A runtime around ``agent`` for tests; swap the model and the bindings, keep the agent.
 
     Every identity maps to scope ``"test-scope"`` and user ``"test-user"``. Storage is an
     :class:`~pai.core.InMemoryStorage` unless you pass one. ``run_lease_ttl`` and
-    ``busy_thread_wait`` are those of :func:`~pai.core.create_agent_runtime`.
+    ``busy_thread_wait`` are those of :func:`~pai.core.create_agent_runtime`; so is
+    ``durability`` (a :class:`~pai.core.testing.JournalEngine` makes runs durable in memory).
 
     Example::
 
@@ -61,4 +64,5 @@ def create_test_runtime(
         settlement_window=settlement_window,
         run_lease_ttl=run_lease_ttl,
         busy_thread_wait=busy_thread_wait,
+        durability=durability,
     )

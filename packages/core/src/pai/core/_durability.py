@@ -1,0 +1,269 @@
+"""The seam between PAI's agent loop and a durable-execution engine (DBOS, Temporal).
+
+A durable run is an engine's *workflow*: its input is a :class:`RunSpec`, and everything it does
+that touches the world (the model, a tool call, an append to the thread, an app function whose
+answer the run must keep) is a named *step* the engine records. When the process running it
+dies, the engine runs the workflow again, in this process after a restart or in another one;
+each recorded step returns what it returned the first time, and only the steps that never
+finished run. The runtime side is :class:`DurableHost` (PAI's orchestrator, which does I/O only
+through :class:`Steps`); an engine adapter (``pai-durable-dbos``, ``pai-durable-temporal``)
+implements :class:`DurabilityEngine` and :class:`Steps`.
+
+What crosses the seam is JSON (``dict``, ``list``, ``str``, numbers, booleans, ``None``), so an
+engine that stores JSON (Temporal) and one that pickles (DBOS) record the same thing.
+
+Step names are compatibility data: a run recorded by one release must replay in the next. They
+are pinned by a test; change them only with a migration note.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
+
+from pai.core._errors import DurabilityError
+
+Json: TypeAlias = Any
+"""A JSON value: ``dict[str, Json]``, ``list[Json]``, ``str``, ``int``, ``float``, ``bool`` or
+``None`` (``Any`` for the type checker: recursive aliases do not survive every engine's SDK)."""
+
+StepFn: TypeAlias = Callable[[], Awaitable[Json]]
+"""A step's body: no arguments (it closes over what it needs), a JSON result."""
+
+SPEC_VERSION: Final = 1
+"""The :class:`RunSpec` layout. A spec of another version is refused with a clear error."""
+
+
+DURABLE_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "pai_durable_call", default=None
+)
+"""The durable id of the tool call running in this context (``None`` outside durable runs): what
+:attr:`ToolContext.durable_call_id <pai.core.ToolContext.durable_call_id>` carries, and what a
+sandbox's command receipts are keyed by."""
+
+
+# -- step names (pinned by tests: recorded runs replay only under the same names) ---------------
+
+
+def history_step() -> str:
+    """Reads how many messages the thread held when the run began (and, for submitted tool
+    results, what the run stages)."""
+    return "pai.app/history"
+
+
+def instructions_step() -> str:
+    """The agent's instructions when they are a function (their text is recorded)."""
+    return "pai.app/instructions"
+
+
+def model_step(step: int) -> str:
+    """The model's answer on step ``step`` (1-based), with the tools it was offered."""
+    return f"pai.model/{step}"
+
+
+def tool_step(step: int, index: int, tool: str) -> str:
+    """Tool call ``index`` (0-based, in the answer's order) of step ``step``."""
+    return f"pai.tool/{step}/{index}/{tool}"
+
+
+def append_step(step: int) -> str:
+    """Step ``step``'s messages appended to the thread (idempotent: done once)."""
+    return f"pai.append/{step}"
+
+
+def error_step(source: str) -> str:
+    """A failure of the run recorded in its thread (``source``: ``"runtime"`` for the step
+    limit)."""
+    return f"pai.error/{source}"
+
+
+def durable_call_id(run_id: str, step: int, index: int) -> str:
+    """The id of a tool call in a durable run: the same on every replay (the model's own call
+    ids need not be unique, nor the same when asked again)."""
+    return f"{run_id}/{step}/{index}"
+
+
+# -- the run's input ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What a durable run needs to start, or to start again in another process: JSON only.
+
+    ``kind`` is ``"send"`` (``staged`` holds the user's message) or ``"submit"`` (``results``
+    answers the thread's pending tool calls). ``identity`` is the caller's identity as JSON;
+    ``scope_key`` and ``user_key`` were derived from it when the run was started.
+    """
+
+    run_id: str
+    kind: Literal["send", "submit"]
+    thread_id: str
+    agent_name: str
+    scope_key: str
+    user_key: str | None
+    identity: Json = None
+    staged: tuple[Json, ...] = ()
+    results: Mapping[str, Json] = field(default_factory=dict[str, Json])
+
+    def to_json(self) -> dict[str, Json]:
+        """The spec as the engine records it."""
+        return {
+            "version": SPEC_VERSION,
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "thread_id": self.thread_id,
+            "agent_name": self.agent_name,
+            "scope_key": self.scope_key,
+            "user_key": self.user_key,
+            "identity": self.identity,
+            "staged": list(self.staged),
+            "results": dict(self.results),
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> RunSpec:
+        """A spec from what :meth:`to_json` made; :class:`DurabilityError` naming the field
+        otherwise (a run recorded by another release, or not by PAI)."""
+        if not isinstance(data, dict):
+            raise DurabilityError(
+                f"a durable run's input must be a JSON object made by RunSpec.to_json(), got "
+                f"{type(data).__name__}; was this workflow started by PAI?"
+            )
+        fields: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+        version = fields.get("version")
+        if version != SPEC_VERSION:
+            raise DurabilityError(
+                f"durable run {fields.get('run_id')!r} was recorded with run spec version "
+                f"{version!r}; this release reads version {SPEC_VERSION}. Finish or cancel such "
+                "runs with the release that started them before upgrading"
+            )
+
+        def text(key: str, *, optional: bool = False) -> Any:
+            value = fields.get(key)
+            if value is None and optional:
+                return None
+            if not isinstance(value, str) or not value:
+                raise DurabilityError(
+                    f"durable run spec field {key!r} must be a non-empty string, got {value!r}"
+                )
+            return value
+
+        kind = fields.get("kind")
+        if kind not in ("send", "submit"):
+            raise DurabilityError(
+                f"durable run spec field 'kind' must be 'send' or 'submit', got {kind!r}"
+            )
+        staged = fields.get("staged", [])
+        results = fields.get("results", {})
+        if not isinstance(staged, list) or not isinstance(results, dict):
+            raise DurabilityError(
+                "durable run spec fields 'staged' and 'results' must be a list and an object"
+            )
+        return cls(
+            run_id=text("run_id"),
+            kind=kind,
+            thread_id=text("thread_id"),
+            agent_name=text("agent_name"),
+            scope_key=text("scope_key"),
+            user_key=text("user_key", optional=True),
+            identity=fields.get("identity"),
+            staged=tuple(staged),  # pyright: ignore[reportUnknownArgumentType]
+            results=dict(results),  # pyright: ignore[reportUnknownArgumentType]
+        )
+
+
+# -- what an engine adapter implements ------------------------------------------------------------
+
+
+@runtime_checkable
+class Steps(Protocol):
+    """The only I/O a durable run does: each call is a step the engine records by ``name``.
+
+    A step runs at least once: when the process dies after its body finished but before the
+    engine recorded it, the body runs again on replay. Bodies take no arguments and return JSON.
+    """
+
+    async def step(self, name: str, fn: StepFn) -> Json:
+        """Run ``fn`` as the step ``name`` (or return what it recorded), and record its result.
+        An exception the body raises is what the step raises; engines may record it too."""
+        ...
+
+    async def gather(self, calls: Sequence[tuple[str, StepFn]], *, limit: int) -> list[Json]:
+        """Run the steps ``calls`` (name and body each), at most ``limit`` at a time; their
+        results in the order given. A replay must see the same steps in the same order whatever
+        order they finished in the first time (an engine that numbers steps numbers them in the
+        order given, before any runs)."""
+        ...
+
+
+@runtime_checkable
+class DurableHost(Protocol):
+    """The runtime side of the seam: runs a :class:`RunSpec` through :class:`Steps`."""
+
+    async def execute(self, spec: RunSpec, steps: Steps) -> Json:
+        """Run (or replay) the run ``spec``; its result as JSON (a :class:`~pai.core.RunResult`
+        as the host encodes it)."""
+        ...
+
+
+@runtime_checkable
+class DurabilityEngine(Protocol):
+    """A durable-execution engine as PAI uses it; the adapters implement it.
+
+    The runtime calls :meth:`start` once (when it is entered, or before its first durable run),
+    :meth:`run` for each run, and :meth:`aclose` when it closes.
+    """
+
+    @property
+    def name(self) -> str:
+        """The engine's name in configuration (``"dbos"``, ``"temporal"``)."""
+        ...
+
+    async def start(self, host: DurableHost) -> None:
+        """Get ready to run workflows with ``host``, and resume the runs this process (by its
+        engine identity) left unfinished when it last died."""
+        ...
+
+    async def run(self, spec: RunSpec) -> Json:
+        """Start the run ``spec`` (its workflow id is ``spec.run_id``) or, when a run of that id
+        exists, attach to it; its result (what :meth:`DurableHost.execute` returned), or the
+        exception the run raised."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop taking work; runs still in flight are resumed by the next start."""
+        ...
+
+
+def check_engine(value: object, where: str) -> DurabilityEngine:
+    """``value`` if it is a :class:`DurabilityEngine`; a :class:`DurabilityError` naming
+    ``where`` otherwise."""
+    if not isinstance(value, DurabilityEngine):
+        raise DurabilityError(
+            f"{where}: {value!r} is not a durability engine (it needs name, start(), run() and "
+            "aclose()); pass the engine of an adapter, e.g. pai.durable_dbos.DbosEngine(...), or "
+            'configure [durability] engine = "dbos" in pai.toml'
+        )
+    return value
+
+
+__all__ = [
+    "DURABLE_CALL",
+    "SPEC_VERSION",
+    "DurabilityEngine",
+    "DurableHost",
+    "Json",
+    "RunSpec",
+    "StepFn",
+    "Steps",
+    "append_step",
+    "check_engine",
+    "durable_call_id",
+    "error_step",
+    "history_step",
+    "instructions_step",
+    "model_step",
+    "tool_step",
+]
