@@ -1,0 +1,1 @@
+"""pai-durable-dbos as a plugin (its hook is written separately)."""
