@@ -104,14 +104,16 @@ _STATEMENTS: Final = {
     "messages": "SELECT body FROM {s}.messages"
     " WHERE thread_id = %s AND position >= %s ORDER BY position",
     # One statement for a thread never leased, a released lease and an expired one; a live
-    # lease leaves the row as it is and returns nothing.
+    # lease leaves the row as it is and returns nothing. The update draws its token again under
+    # the row lock: the one drawn in the SELECT may be older than a token another acquire took
+    # and released while this one waited, and a token must be greater than every one before it.
     "acquire": """INSERT INTO {s}.run_leases AS lease
             (thread_id, token, holder, expires_at, released, interrupted)
         SELECT thread.id, nextval({seq}), %s, clock_timestamp() + make_interval(secs => %s),
             false, NULL
         FROM {s}.threads AS thread WHERE thread.id = %s
         ON CONFLICT (thread_id) DO UPDATE SET
-            token = excluded.token,
+            token = nextval({seq}),
             holder = excluded.holder,
             expires_at = excluded.expires_at,
             released = false,
