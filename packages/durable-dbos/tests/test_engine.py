@@ -1,0 +1,414 @@
+"""DbosEngine in this process, on real DBOS with SQLite files under tmp_path: a durable run stores
+what a plain run stores, steps are recorded under their pinned names at fixed positions (parallel
+calls included), a run interrupted by closing its runtime resumes on the next start on the
+runtime's own loop, errors reach the caller, and what cannot work says why."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbos_crash_worker import Scenario, dumped
+
+from pai.core import (
+    DurabilityError,
+    DurableHost,
+    InMemoryStorage,
+    ModelRequest,
+    RunSpec,
+    SqliteStorage,
+    Steps,
+    ToolContext,
+    create_agent_runtime,
+    define_agent,
+    define_tool,
+)
+from pai.core.testing import FunctionModel, text, tool_calls
+from pai.durable_dbos import DbosEngine, DbosEngineError
+
+pytestmark = pytest.mark.anyio
+
+STEPS = [
+    "pai.app/instructions",
+    "pai.app/history",
+    "pai.model/1",
+    "pai.tool/1/0/append",
+    "pai.tool/1/1/append",
+    "pai.append/1",
+    "pai.model/2",
+    "pai.tool/2/0/append",
+    "pai.append/2",
+    "pai.model/3",
+    "pai.append/3",
+]
+
+
+def engine_at(folder: Path, **options: Any) -> DbosEngine:
+    return DbosEngine(
+        system_database_url=f"sqlite:///{folder / 'dbos.sqlite'}",
+        executor_id="pai:test",
+        recovery_interval=0.1,
+        **options,
+    )
+
+
+async def recorded_steps(run_id: str) -> list[tuple[int, str]]:
+    from dbos import DBOS
+
+    steps = await DBOS.list_workflow_steps_async(run_id, load_output=False)
+    return sorted((step["function_id"], step["function_name"]) for step in steps)
+
+
+async def test_a_durable_run_stores_what_a_plain_run_stores(tmp_path: Path) -> None:
+    (tmp_path / "durable").mkdir()
+    (tmp_path / "plain").mkdir()
+    durable = Scenario(tmp_path / "durable")
+    storage = SqliteStorage(tmp_path / "durable" / "threads.sqlite")
+    engine = engine_at(tmp_path / "durable")
+    async with durable.build(storage, engine) as runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        result = await thread.send("go")
+        [workflow] = await _workflows()
+        run_id = workflow.workflow_id
+        steps = await recorded_steps(run_id)
+        stored = dumped(await storage.get_messages("t"))
+    assert not engine.started
+
+    plain = Scenario(tmp_path / "plain")
+    plain_storage = InMemoryStorage()
+    async with plain.build(plain_storage, None) as runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        expected = await thread.send("go")
+        plain_stored = dumped(await plain_storage.get_messages("t"))
+
+    assert result.status == "completed"
+    assert result.text == "done"
+    assert result.steps == 3
+    assert dumped(result.messages) == dumped(expected.messages)
+    assert result.usage == expected.usage
+    assert stored == plain_stored
+    # The same effects, keyed by the durable call id (the plain run has none).
+    lines = [entry.split("\t") for entry in durable.lines.read_text().splitlines()]
+    assert [line for _, line in lines] == ["a", "b", "c"]
+    assert [key for key, _ in lines] == [f"{run_id}/1/0", f"{run_id}/1/1", f"{run_id}/2/0"]
+    # Every step recorded once, numbered in the order taken, under its pinned name.
+    assert [name for _, name in steps] == STEPS
+    assert [number for number, _ in steps] == list(range(1, len(STEPS) + 1))
+
+
+async def _workflows() -> list[Any]:
+    from dbos import DBOS
+
+    return list(await DBOS.list_workflows_async())
+
+
+async def test_a_finished_run_is_attached_to_not_run_again(tmp_path: Path) -> None:
+    scenario = Scenario(tmp_path)
+    storage = InMemoryStorage()
+    engine = engine_at(tmp_path)
+    async with scenario.build(storage, engine) as runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        first = await thread.send("go")
+        [workflow] = await _workflows()
+        spec = RunSpec.from_json(_spec_of(workflow))
+        again = await engine.run(spec)
+    assert again["text"] == first.text == "done"
+    assert again["messages"] == dumped(first.messages)
+    events = scenario.events.read_text().split()
+    assert events.count("tool:a:before") == 1
+    assert events.count("model:1") == 1
+
+
+def _spec_of(workflow: Any) -> Any:
+    """The run spec a workflow was started with (PAI records it as JSON text)."""
+    return json.loads(workflow.input["args"][0])
+
+
+class Gate:
+    """Tool bodies that wait: ``a`` finishes after ``b`` (so completion order differs from the
+    order of the calls), and ``c`` blocks until released (so the run can be interrupted there)."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.reached_c = asyncio.Event()
+        self.ran: list[str] = []
+        self.where: list[tuple[int, asyncio.AbstractEventLoop]] = []
+
+
+def gated_runtime(storage: Any, engine: DbosEngine, gate: Gate) -> Any:
+    from pydantic import BaseModel
+
+    class Line(BaseModel):
+        line: str
+
+    async def append(ctx: ToolContext[Line, Any]) -> str:
+        line = ctx.input.line
+        gate.ran.append(line)
+        gate.where.append((threading.get_ident(), asyncio.get_running_loop()))
+        if line == "a":
+            await asyncio.sleep(0.05)
+        if line == "c":
+            gate.reached_c.set()
+            await gate.release.wait()
+        return f"appended {line} at {ctx.durable_call_id}"
+
+    def model(request: ModelRequest) -> Any:
+        if request.step == 1:
+            return tool_calls(("append", {"line": "a"}), ("append", {"line": "b"}), ids=["x", "y"])
+        if request.step == 2:
+            return tool_calls(("append", {"line": "c"}), ids=["z"])
+        return text("done")
+
+    agent = define_agent(
+        name="main",
+        model=FunctionModel(model),
+        tools={
+            "append": define_tool(
+                id="append", description="append", input_schema=Line, execute=append
+            )
+        },
+    )
+    return create_agent_runtime(
+        agent=agent, storage=storage, scope_key=lambda identity: "acme", durability=engine
+    )
+
+
+async def test_an_interrupted_run_resumes_at_the_next_start_on_the_runtime_loop(
+    tmp_path: Path,
+) -> None:
+    """Closing the runtime while a run waits inside tool ``c`` leaves the run pending; the next
+    start resumes it: the parallel calls of step 1 (which finished b first) are replayed from
+    their positions, not run again, and the resumed run executes on this test's event loop."""
+    storage = SqliteStorage(tmp_path / "threads.sqlite")
+    gate = Gate()
+    engine = engine_at(tmp_path)
+    runtime = gated_runtime(storage, engine, gate)
+    await runtime.__aenter__()
+    thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+    sending = asyncio.ensure_future(thread.send("go"))
+    await asyncio.wait_for(gate.reached_c.wait(), 30)
+    assert gate.ran == ["a", "b", "c"]
+    [workflow] = await _workflows()
+    run_id = workflow.workflow_id
+    # b finished before a; their step numbers are still those of the calls' order.
+    steps = await recorded_steps(run_id)
+    assert steps[:4] == [
+        (1, "pai.app/history"),
+        (2, "pai.model/1"),
+        (3, "pai.tool/1/0/append"),
+        (4, "pai.tool/1/1/append"),
+    ]
+    await runtime.aclose()
+    with pytest.raises(DurabilityError, match="interrupted"):
+        await sending
+
+    gate2 = Gate()
+    gate2.release.set()
+    engine2 = engine_at(tmp_path)
+    storage = SqliteStorage(tmp_path / "threads.sqlite")
+    async with gated_runtime(storage, engine2, gate2):
+        data = await asyncio.wait_for(engine2.run(RunSpec.from_json(_spec_of(workflow))), 30)
+        messages = dumped(await storage.get_messages("t"))
+    assert data["status"] == "completed"
+    assert data["text"] == "done"
+    # Only c ran again (it never finished); a and b came from the record.
+    assert gate2.ran == ["c"]
+    [(thread_id, loop)] = gate2.where
+    assert thread_id == threading.get_ident()
+    assert loop is asyncio.get_running_loop()
+    assert [m["role"] for m in messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert messages[2]["content"] == f"appended a at {run_id}/1/0"
+    assert messages[3]["content"] == f"appended b at {run_id}/1/1"
+
+
+class Probe:
+    """A host that runs what a test gives it through the engine's steps."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+    async def execute(self, spec: RunSpec, steps: Steps) -> Any:
+        return await self.body(steps)
+
+
+def spec(run_id: str = "r1", **fields: Any) -> RunSpec:
+    return RunSpec(
+        run_id=run_id,
+        kind="send",
+        thread_id="t",
+        agent_name="main",
+        scope_key="acme",
+        user_key=None,
+        **fields,
+    )
+
+
+async def test_what_is_not_json_is_named(tmp_path: Path) -> None:
+    async def not_json_step(steps: Steps) -> Any:
+        async def body() -> Any:
+            return {"when": object()}
+
+        return await steps.step("pai.model/1", body)
+
+    engine = engine_at(tmp_path)
+    host: DurableHost = Probe(not_json_step)
+    await engine.start(host)
+    try:
+        with pytest.raises(DurabilityError, match=r"step 'pai.model/1' of durable run 'r1'.*JSON"):
+            await engine.run(spec("r1"))
+        with pytest.raises(DurabilityError, match=r"input of durable run 'r2'.*not JSON"):
+            await engine.run(spec("r2", identity={1, 2}))
+
+        async def not_json_result(steps: Steps) -> Any:
+            return (x for x in ())
+
+        engine_host = engine._host
+        assert isinstance(engine_host, Probe)
+        engine_host.body = not_json_result
+        with pytest.raises(DurabilityError, match=r"durable run 'r3' returned generator"):
+            await engine.run(spec("r3"))
+        # A step's JSON comes back as JSON, the first time as on replay: a tuple is a list.
+
+        async def tuple_step(steps: Steps) -> Any:
+            async def body() -> Any:
+                return (1, "x")
+
+            return await steps.step("s", body)
+
+        engine_host.body = tuple_step
+        assert await engine.run(spec("r4")) == [1, "x"]
+    finally:
+        await engine.aclose()
+
+
+class Unpicklable(Exception):
+    def __init__(self, message: str, *, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def test_a_run_error_reaches_the_caller_and_attaching_raises_it_again(
+    tmp_path: Path,
+) -> None:
+    calls: list[str] = []
+
+    async def failing(steps: Steps) -> Any:
+        async def body() -> Any:
+            calls.append("body")
+            raise LookupError("no such thing")
+
+        return await steps.step("s", body)
+
+    async def unpicklable(steps: Steps) -> Any:
+        async def body() -> Any:
+            raise Unpicklable("bad input", code=3)
+
+        return await steps.step("s", body)
+
+    engine = engine_at(tmp_path)
+    probe = Probe(failing)
+    await engine.start(probe)
+    try:
+        with pytest.raises(LookupError, match="no such thing"):
+            await engine.run(spec("f1"))
+        with pytest.raises(LookupError, match="no such thing"):
+            await engine.run(spec("f1"))  # attached: raised from DBOS's record
+        assert calls == ["body"]
+        probe.body = unpicklable
+        with pytest.raises(DbosEngineError, match=r"Unpicklable: bad input") as caught:
+            await engine.run(spec("f2"))
+        assert isinstance(caught.value.__cause__, Unpicklable)
+        with pytest.raises(DbosEngineError, match=r"Unpicklable: bad input"):
+            await engine.run(spec("f2"))
+    finally:
+        await engine.aclose()
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_trio_is_refused_clearly(tmp_path: Path) -> None:
+    engine = engine_at(tmp_path)
+    runtime = Scenario(tmp_path).build(InMemoryStorage(), engine)
+    with pytest.raises(DurabilityError, match=r"asyncio only.*trio"):
+        async with runtime:
+            pass
+    assert not engine.started
+
+
+async def test_one_engine_per_process_and_start_after_close(tmp_path: Path) -> None:
+    first, second = engine_at(tmp_path / "a"), engine_at(tmp_path / "b")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    host = Probe(None)
+    await first.start(host)
+    try:
+        await first.start(host)  # idempotent for its host
+        with pytest.raises(DbosEngineError, match="another runtime"):
+            await first.start(Probe(None))
+        with pytest.raises(DbosEngineError, match="DBOS already runs in this process"):
+            await second.start(host)
+    finally:
+        await first.aclose()
+    await second.start(host)
+    await second.aclose()
+    # The loop's default executor works after DBOS shut its own down.
+    assert await asyncio.to_thread(lambda: 7) == 7
+
+
+def hold_executor_id(url: str) -> subprocess.Popen[str]:
+    """A live process holding executor id ``pai:test`` on ``url`` (until killed)."""
+    code = (
+        "import sys, time\n"
+        "from pai.durable_dbos._executor import ExecutorLock\n"
+        "from pai.durable_dbos import DbosOptions\n"
+        "options = DbosOptions(system_database_url=sys.argv[1], executor_id='pai:test')\n"
+        "lock = ExecutorLock(options)\n"
+        "lock.acquire()\n"
+        "print('held', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+async def test_a_live_holder_of_the_executor_id_is_named(tmp_path: Path) -> None:
+    holder = hold_executor_id(f"sqlite:///{tmp_path / 'dbos.sqlite'}")
+    try:
+        engine = engine_at(tmp_path)
+        with pytest.raises(DbosEngineError, match=rf"'pai:test' is held by .*pid {holder.pid}"):
+            await engine.start(Probe(None))
+        assert not engine.started
+    finally:
+        holder.kill()
+        holder.wait()
+    # Its death released the lock.
+    engine = engine_at(tmp_path)
+    await engine.start(Probe(None))
+    await engine.aclose()
+
+
+def test_importing_the_package_does_not_import_dbos() -> None:
+    code = (
+        "import sys\n"
+        "from pai.durable_dbos import DbosEngine, DbosOptions\n"
+        "import pai.durable_dbos._plugin\n"
+        "DbosEngine(system_database_url='sqlite:///x.sqlite')\n"
+        "print('dbos' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
