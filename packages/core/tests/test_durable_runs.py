@@ -359,3 +359,41 @@ def test_a_runtime_without_durability_never_imports_the_durable_loop() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_streamed_durable_run_streams_its_first_execution() -> None:
+    from pai.core import RunFinished, ToolCallResult
+
+    world, engine, storage = World(), JournalEngine(), InMemoryStorage()
+    async with build(world, engine, storage) as runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        events = [event async for event in thread.stream("go")]
+    results = [e for e in events if isinstance(e, ToolCallResult)]
+    assert len(results) == 3
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].result.text == "done"
+
+
+async def test_a_subagent_runs_inside_its_parents_tool_step() -> None:
+    engine, storage = JournalEngine(), InMemoryStorage()
+
+    def child_model(request: ModelRequest) -> AssistantMessage:
+        return text("child done")
+
+    def parent_model(request: ModelRequest) -> AssistantMessage:
+        if request.step == 1:
+            return tool_call("helper", {"task": "help"}, id="h")
+        return text("parent done")
+
+    child = define_agent(name="helper", model=FunctionModel(child_model))
+    parent = define_agent(
+        name="main", model=FunctionModel(parent_model), subagents={"helper": child}
+    )
+    async with create_agent_runtime(
+        agent=parent, storage=storage, scope_key=lambda i: "s", durability=engine
+    ) as runtime:
+        thread = await runtime.admin(identity=None).create_thread(thread_id="t")
+        result = await thread.send("go")
+    assert result.text == "parent done"
+    [journal] = engine.journals.values()
+    assert "pai.tool/1/0/helper" in journal.names
