@@ -397,3 +397,34 @@ async def test_a_subagent_runs_inside_its_parents_tool_step() -> None:
     assert result.text == "parent done"
     [journal] = engine.journals.values()
     assert "pai.tool/1/0/helper" in journal.names
+
+
+async def test_effects_of_a_call_get_the_same_keys_on_replay() -> None:
+    from pai.core import current_durable_call
+
+    keys: list[list[str]] = []
+    engine, storage = JournalEngine(), InMemoryStorage()
+
+    async def effects(ctx: ToolContext[Line, Any]) -> str:
+        call = current_durable_call()
+        assert call is not None
+        assert call.id == ctx.durable_call_id
+        keys.append([call.next_key("sandbox.command"), call.next_key("sandbox.command")])
+        return "ok"
+
+    def model(request: ModelRequest) -> AssistantMessage:
+        return tool_call("fx", {"line": "x"}, id="f") if request.step == 1 else text("done")
+
+    tool = define_tool(id="fx", description="effects", input_schema=Line, execute=effects)
+    agent = define_agent(name="main", model=FunctionModel(model), tools={"fx": tool})
+    engine.crash_at(tool_step(1, 0, "fx"), when="after")
+    async with create_agent_runtime(
+        agent=agent, storage=storage, scope_key=lambda i: "s", durability=engine
+    ) as runtime:
+        thread = await runtime.admin(identity=None).create_thread(thread_id="t")
+        with pytest.raises(SimulatedCrash):
+            await thread.send("go")
+        await engine.recover()
+    [run_id] = engine.journals
+    assert keys == [[f"{run_id}/1/0/sandbox.command/0", f"{run_id}/1/0/sandbox.command/1"]] * 2
+    assert current_durable_call() is None

@@ -39,9 +39,11 @@ if TYPE_CHECKING:
     from pai.core._context import ToolEnabledInput as ToolEnabledInput
     from pai.core._context import ToolEntry as ToolEntry
     from pai.core._durability import DurabilityEngine as DurabilityEngine
+    from pai.core._durability import DurableCall as DurableCall
     from pai.core._durability import DurableHost as DurableHost
     from pai.core._durability import RunSpec as RunSpec
     from pai.core._durability import Steps as Steps
+    from pai.core._durability import current_durable_call as current_durable_call
     from pai.core._durability_registry import DurabilityRegistration as DurabilityRegistration
     from pai.core._durability_registry import DurabilitySettings as DurabilitySettings
     from pai.core._errors import CapabilityAcquireError as CapabilityAcquireError
@@ -217,7 +219,9 @@ _SOURCES: dict[str, str] = {
     "ModelTimeoutError": "pai.core._errors",
     "DurabilityEngine": "pai.core._durability",
     "DurabilityError": "pai.core._errors",
+    "DurableCall": "pai.core._durability",
     "DurableHost": "pai.core._durability",
+    "current_durable_call": "pai.core._durability",
     "DurabilityRegistration": "pai.core._durability_registry",
     "DurabilitySettings": "pai.core._durability_registry",
     "DurableReplayError": "pai.core._errors",
@@ -361,6 +365,7 @@ __all__ = [
     "DurabilityError",
     "DurabilityRegistration",
     "DurabilitySettings",
+    "DurableCall",
     "DurableHost",
     "DurableReplayError",
     "ErrorMessage",
@@ -463,6 +468,7 @@ __all__ = [
     "create_agent_runtime",
     "create_capability_binding",
     "create_pai",
+    "current_durable_call",
     "decode_message",
     "define_agent",
     "define_capability",

@@ -36,12 +36,38 @@ SPEC_VERSION: Final = 1
 """The :class:`RunSpec` layout. A spec of another version is refused with a clear error."""
 
 
-DURABLE_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+@dataclass(eq=False, slots=True)
+class DurableCall:
+    """The tool call of a durable run running in this context: its ``id`` (the same every time
+    the run is replayed) and a counter of the effects it has keyed so far.
+
+    A capability that makes effects a replay must not repeat (a sandbox's commands) keys each by
+    :meth:`next_key`: the n-th effect of a call gets the same key on every replay, as long as
+    the call makes its effects in the same order (one after another, not concurrently).
+    """
+
+    id: str
+    effects: int = 0
+
+    def next_key(self, kind: str) -> str:
+        """The key of this call's next effect of ``kind`` (``"sandbox.command"``):
+        ``"{id}/{kind}/{n}"``, ``n`` counting every kind from 0."""
+        key = f"{self.id}/{kind}/{self.effects}"
+        self.effects += 1
+        return key
+
+
+DURABLE_CALL: contextvars.ContextVar[DurableCall | None] = contextvars.ContextVar(
     "pai_durable_call", default=None
 )
-"""The durable id of the tool call running in this context (``None`` outside durable runs): what
-:attr:`ToolContext.durable_call_id <pai.core.ToolContext.durable_call_id>` carries, and what a
-sandbox's command receipts are keyed by."""
+"""The durable tool call running in this context (``None`` outside durable runs): read it with
+:func:`current_durable_call`."""
+
+
+def current_durable_call() -> DurableCall | None:
+    """The tool call of a durable run that the calling code runs in, or ``None`` (outside
+    durable runs, and outside tool calls). Capability authors key effects by it."""
+    return DURABLE_CALL.get()
 
 
 # -- step names (pinned by tests: recorded runs replay only under the same names) ---------------
@@ -253,6 +279,7 @@ __all__ = [
     "DURABLE_CALL",
     "SPEC_VERSION",
     "DurabilityEngine",
+    "DurableCall",
     "DurableHost",
     "Json",
     "RunSpec",
@@ -260,6 +287,7 @@ __all__ = [
     "Steps",
     "append_step",
     "check_engine",
+    "current_durable_call",
     "durable_call_id",
     "error_step",
     "history_step",

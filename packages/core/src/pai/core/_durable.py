@@ -43,6 +43,7 @@ from pai.core._agent import Agent, InstructionsInput
 from pai.core._durability import (
     DURABLE_CALL,
     DurabilityEngine,
+    DurableCall,
     Json,
     RunSpec,
     StepFn,
@@ -381,7 +382,7 @@ class DurableRuns:
         )
 
     async def _tool(self, run: Run, offered: Offered, call: ToolCall, call_id: str) -> Json:
-        token = DURABLE_CALL.set(call_id)
+        token = DURABLE_CALL.set(DurableCall(call_id))
         try:
             result = await self._loop.run_tool_call(run, offered, call)
         finally:

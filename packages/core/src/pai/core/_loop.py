@@ -560,6 +560,7 @@ class AgentLoop:
                 f"Error: tool {call.name!r} could not start because a capability it needs is "
                 f"unavailable: {error}",
             )
+        durable = DURABLE_CALL.get()
         ctx: ToolContext[Any, Any] = ToolContext(
             input=parsed,
             capabilities=capabilities,
@@ -569,7 +570,7 @@ class AgentLoop:
             user_key=caller.user_key,
             identity=caller.identity,
             runtime_context=run.runtime_context,
-            durable_call_id=DURABLE_CALL.get(),
+            durable_call_id=None if durable is None else durable.id,
         )
         result, _ = await execute_tool(tool, ctx, call.name)
         return result
