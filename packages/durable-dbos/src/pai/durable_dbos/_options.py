@@ -39,6 +39,7 @@ _USERINFO: Final = re.compile(
     r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:/?#@]*):[^@/?#]*@"
 )
 _QUERY_SECRET: Final = re.compile(r"(?P<key>[?&](?:password|sslpassword)=)[^&#]*", re.IGNORECASE)
+_APP_NAME: Final = re.compile(r"[a-z0-9_-]{3,256}")
 _SCHEMA: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _EXECUTOR_ID: Final = re.compile(r"[A-Za-z0-9_.:@/+-]{1,128}")
 
@@ -110,7 +111,7 @@ class DbosOptions(BaseModel):
     """The application name DBOS records with each run."""
     application_version: str = DEFAULT_APPLICATION_VERSION
     """The version runs are recorded (and resumed) under: keep the default."""
-    executor_id: Annotated[str, Field(default_factory=default_executor_id)]
+    executor_id: str = Field(default_factory=default_executor_id)
     """This process's name to DBOS: stable across restarts, unique among live processes."""
     recovery_interval: float = 1.0
     """Seconds between DBOS's polls for runs to resume (DBOS's own default is 1)."""
@@ -146,18 +147,30 @@ class DbosOptions(BaseModel):
             if not path or path.startswith(":memory:") or "mode=memory" in path:
                 raise ValueError(
                     f"system_database_url {shown!r} names no file: write sqlite:///runs.sqlite "
-                    "(relative) or sqlite:////var/lib/app/runs.sqlite (absolute); an in-memory "
-                    "database would not survive the process, which is the point"
+                    "(relative) or sqlite:////var/lib/app/runs.sqlite (absolute): an in-memory "
+                    "database dies with the process, and a durable run must outlive it"
                 )
         elif not rest.split("?", 1)[0].strip("/"):
             raise ValueError(f"system_database_url {shown!r} names no server")
         return url
 
-    @field_validator("app_name", "application_version")
+    @field_validator("app_name")
     @classmethod
-    def _check_name(cls, value: str) -> str:
+    def _check_app_name(cls, value: str) -> str:
+        if not _APP_NAME.fullmatch(value):
+            raise ValueError(
+                f"app_name {value!r} must be 3 to 256 lowercase letters, digits, - or _ (DBOS's "
+                "rule for application names), e.g. my-app"
+            )
+        return value
+
+    @field_validator("application_version")
+    @classmethod
+    def _check_version(cls, value: str) -> str:
         if not value.strip() or len(value) > 128:
-            raise ValueError("must be a non-empty name of at most 128 characters")
+            raise ValueError(
+                "application_version must be a non-empty name of at most 128 characters"
+            )
         return value
 
     @field_validator("system_schema")
