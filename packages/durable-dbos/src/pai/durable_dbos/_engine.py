@@ -102,6 +102,7 @@ class DbosEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
+        self._owns_dbos = False
 
     @property
     def name(self) -> str:
@@ -139,20 +140,42 @@ class DbosEngine:
                 "runtime before starting this one"
             )
         _active = self
-        launched = False
+        self._owns_dbos = False
         try:
             await anyio.to_thread.run_sync(self._lock.acquire)
             await anyio.to_thread.run_sync(_import_dbos)
+            # Creating or migrating DBOS's tables off the loop: launch() then only checks them.
+            await anyio.to_thread.run_sync(self._migrate)
             self._host, self._loop, self._closing = host, loop, False
-            launched = True
             self._launch()
         except BaseException:
             _active = None
             self._host = self._loop = None
-            if launched:
+            if self._owns_dbos:
                 await anyio.to_thread.run_sync(_destroy)
+                self._owns_dbos = False
             self._lock.release()
             raise
+
+    def _migrate(self) -> None:
+        from dbos import DBOS
+
+        options = self.options
+        try:
+            if options.is_sqlite:
+                DBOS.migrate(options.system_database_url)
+            else:
+                DBOS.migrate(options.system_database_url, schema=options.system_schema)
+        except Exception as error:
+            raise self._failure(error) from None
+
+    def _failure(self, error: Exception) -> DbosEngineError:
+        text = mask_url(" ".join(str(error).split())) or type(error).__name__
+        return DbosEngineError(
+            f"DBOS could not start on the system database {self.options.display_url}: "
+            f"{type(error).__name__}: {text}; check that the database is reachable and that "
+            "this user may create tables in it"
+        )
 
     def _launch(self) -> None:
         """Configure and launch DBOS, on the event loop's thread (see the module's docstring)."""
@@ -175,26 +198,24 @@ class DbosEngine:
             config["dbos_system_schema"] = options.system_schema
         try:
             DBOS(config=config)
-            if (DBOS.executor_id, DBOS.application_version) != (
-                options.executor_id,
-                options.application_version,
-            ):
-                raise DbosEngineError(
-                    f"DBOS was already configured in this process by other code (executor id "
-                    f"{DBOS.executor_id!r}, application version "
-                    f"{DBOS.application_version!r}); DbosEngine configures DBOS itself. Let "
-                    "PAI's engine own DBOS in this process, or call DBOS.destroy() first"
-                )
-            DBOS.launch()
-        except DbosEngineError:
-            raise
         except Exception as error:
-            text = mask_url(str(error).strip()) or type(error).__name__
+            raise self._failure(error) from None
+        # DBOS() hands back the instance other code configured, if any, ignoring this config.
+        if (DBOS.executor_id, DBOS.application_version) != (
+            options.executor_id,
+            options.application_version,
+        ):
             raise DbosEngineError(
-                f"DBOS could not start on the system database {options.display_url}: "
-                f"{type(error).__name__}: {text}; check that the database is reachable and "
-                "that this user may create tables in it"
-            ) from None
+                f"DBOS was already configured in this process by other code (executor id "
+                f"{DBOS.executor_id!r}, application version {DBOS.application_version!r}); "
+                "DbosEngine configures DBOS itself. Let PAI's engine own DBOS in this process, "
+                "or call DBOS.destroy() first"
+            )
+        self._owns_dbos = True
+        try:
+            DBOS.launch()
+        except Exception as error:
+            raise self._failure(error) from None
 
     async def aclose(self) -> None:
         """Stop DBOS. Runs still executing are interrupted where they are, unrecorded, and
@@ -210,6 +231,7 @@ class DbosEngine:
             if tasks:
                 await asyncio.wait(tasks)
             await anyio.to_thread.run_sync(_destroy)
+            self._owns_dbos = False
             # DBOS made its (now shut down) executor this loop's default executor.
             if self._loop is not None and not self._loop.is_closed():
                 self._loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
