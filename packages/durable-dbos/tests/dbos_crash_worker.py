@@ -15,7 +15,8 @@ tool's file (``lines.txt``), the run's spec (``spec.json``, written before the r
 result (``result.json``) and ``events.log`` (``<unix time> <event>`` per line: ``started`` when
 the process started, ``entered`` when the runtime was entered, one line per step body that ran).
 With ``PAI_CRASH_AT=<point>`` the process kills itself with SIGKILL at that point (see
-:data:`CRASH_POINTS`). ``PAI_DURABLE_EXECUTOR`` picks the executor id as in production.
+:data:`CRASH_POINTS`). ``PAI_DURABLE_EXECUTOR`` picks the executor id as in production;
+``PAI_DBOS_URL`` and ``PAI_DBOS_SCHEMA`` put DBOS on another database (PostgreSQL).
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ async def main(folder: Path, mode: str, started: float = STARTED) -> None:
             return await super().run(spec)
 
     engine = RecordingEngine(
-        system_database_url=f"sqlite:///{folder / 'dbos.sqlite'}",
+        system_database_url=os.environ.get("PAI_DBOS_URL") or f"sqlite:///{folder / 'dbos.sqlite'}",
+        system_schema=os.environ.get("PAI_DBOS_SCHEMA", "dbos"),
         recovery_interval=float(os.environ.get("PAI_RECOVERY_INTERVAL", "0.1")),
     )
     storage = CrashingStorage(folder / "threads.sqlite", scenario)

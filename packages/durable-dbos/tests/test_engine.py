@@ -94,9 +94,9 @@ async def test_a_durable_run_stores_what_a_plain_run_stores(tmp_path: Path) -> N
     assert result.usage == expected.usage
     assert stored == plain_stored
     # The same effects, keyed by the durable call id (the plain run has none).
-    lines = [entry.split("\t") for entry in durable.lines.read_text().splitlines()]
-    assert [line for _, line in lines] == ["a", "b", "c"]
-    assert [key for key, _ in lines] == [f"{run_id}/1/0", f"{run_id}/1/1", f"{run_id}/2/0"]
+    # (a and b run at once: their lines come in either order).
+    lines = sorted(entry.split("\t") for entry in durable.lines.read_text().splitlines())
+    assert lines == [[f"{run_id}/1/0", "a"], [f"{run_id}/1/1", "b"], [f"{run_id}/2/0", "c"]]
     # Every step recorded once, numbered in the order taken, under its pinned name.
     assert [name for _, name in steps] == STEPS
     assert [number for number, _ in steps] == list(range(1, len(STEPS) + 1))
@@ -131,13 +131,15 @@ def _spec_of(workflow: Any) -> Any:
 
 
 class Gate:
-    """Tool bodies that wait: ``a`` finishes after ``b`` (so completion order differs from the
-    order of the calls), and ``c`` blocks until released (so the run can be interrupted there)."""
+    """Tool bodies that wait: ``a`` finishes after ``b`` (so the order the calls finish in differs
+    from their order), and ``c`` blocks until released (so the run can be interrupted there)."""
 
     def __init__(self) -> None:
         self.release = asyncio.Event()
         self.reached_c = asyncio.Event()
+        self.b_done = asyncio.Event()
         self.ran: list[str] = []
+        self.finished: list[str] = []
         self.where: list[tuple[int, asyncio.AbstractEventLoop]] = []
 
 
@@ -152,10 +154,13 @@ def gated_runtime(storage: Any, engine: DbosEngine, gate: Gate) -> Any:
         gate.ran.append(line)
         gate.where.append((threading.get_ident(), asyncio.get_running_loop()))
         if line == "a":
-            await asyncio.sleep(0.05)
+            await asyncio.wait_for(gate.b_done.wait(), 10)
         if line == "c":
             gate.reached_c.set()
             await gate.release.wait()
+        gate.finished.append(line)
+        if line == "b":
+            gate.b_done.set()
         return f"appended {line} at {ctx.durable_call_id}"
 
     def model(request: ModelRequest) -> Any:
@@ -190,21 +195,25 @@ async def test_an_interrupted_run_resumes_at_the_next_start_on_the_runtime_loop(
     engine = engine_at(tmp_path)
     runtime = gated_runtime(storage, engine, gate)
     await runtime.__aenter__()
-    thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
-    sending = asyncio.ensure_future(thread.send("go"))
-    await asyncio.wait_for(gate.reached_c.wait(), 30)
-    assert gate.ran == ["a", "b", "c"]
-    [workflow] = await _workflows()
-    run_id = workflow.workflow_id
-    # b finished before a; their step numbers are still those of the calls' order.
-    steps = await recorded_steps(run_id)
-    assert steps[:4] == [
-        (1, "pai.app/history"),
-        (2, "pai.model/1"),
-        (3, "pai.tool/1/0/append"),
-        (4, "pai.tool/1/1/append"),
-    ]
-    await runtime.aclose()
+    try:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        sending = asyncio.ensure_future(thread.send("go"))
+        await asyncio.wait_for(gate.reached_c.wait(), 30)
+        assert sorted(gate.ran[:2]) == ["a", "b"]
+        assert gate.ran[2:] == ["c"]
+        assert gate.finished == ["b", "a"]
+        [workflow] = await _workflows()
+        run_id = workflow.workflow_id
+        # b finished before a; their step numbers are still those of the calls' order.
+        steps = await recorded_steps(run_id)
+        assert steps[:4] == [
+            (1, "pai.app/history"),
+            (2, "pai.model/1"),
+            (3, "pai.tool/1/0/append"),
+            (4, "pai.tool/1/1/append"),
+        ]
+    finally:
+        await runtime.aclose()
     with pytest.raises(DurabilityError, match="interrupted"):
         await sending
 
