@@ -421,3 +421,48 @@ def test_importing_the_package_does_not_import_dbos() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_tool_may_start_a_durable_run_of_its_own(tmp_path: Path) -> None:
+    """A run started inside another run's tool call (a sub-agent on another thread) is a DBOS
+    workflow of its own, not a child of the tool's step: both complete and both are recorded."""
+    from pydantic import BaseModel
+
+    class Ask(BaseModel):
+        question: str
+
+    threads: dict[str, Any] = {}
+
+    async def delegate(ctx: ToolContext[Ask, Any]) -> str:
+        inner = await threads["inner"].send(ctx.input.question)
+        return f"the helper said {inner.text}"
+
+    def model(request: ModelRequest) -> Any:
+        last = request.messages[-1]
+        if last.role == "user" and last.content == "go":
+            return tool_calls(("delegate", {"question": "ping"}), ids=["d"])
+        if last.role == "user":
+            return text(f"pong to {last.content}")
+        return text(f"done: {last.content}")
+
+    agent = define_agent(
+        name="main",
+        model=FunctionModel(model),
+        tools={
+            "delegate": define_tool(
+                id="delegate", description="ask", input_schema=Ask, execute=delegate
+            )
+        },
+    )
+    engine = engine_at(tmp_path)
+    async with create_agent_runtime(
+        agent=agent, storage=InMemoryStorage(), scope_key=lambda i: "acme", durability=engine
+    ) as runtime:
+        admin = runtime.admin(identity="ann")
+        outer = await admin.create_thread(thread_id="outer")
+        threads["inner"] = await admin.create_thread(thread_id="inner")
+        result = await asyncio.wait_for(outer.send("go"), 30)
+        workflows = await _workflows()
+    assert result.text == "done: the helper said pong to ping"
+    assert sorted(w.status for w in workflows) == ["SUCCESS", "SUCCESS"]
+    assert all(w.parent_workflow_id is None for w in workflows)

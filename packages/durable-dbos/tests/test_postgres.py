@@ -93,9 +93,8 @@ async def test_a_durable_run_on_postgres_stores_what_a_plain_run_stores(
     import psycopg
 
     with psycopg.connect(postgres_url, connect_timeout=10) as conn:
-        rows = conn.execute(
-            f'SELECT status, executor_id, application_version FROM "{schema}".workflow_status'.encode()
-        ).fetchall()
+        query = f'SELECT status, executor_id, application_version FROM "{schema}".workflow_status'
+        rows = conn.execute(query.encode()).fetchall()
     assert rows == [("SUCCESS", "pai:pg-test", "pai-durable-1")]
 
 

@@ -92,8 +92,8 @@ class DbosOptions(BaseModel):
     the first resumed step starts within about this long. Lower costs a cheap query per poll.
 
     ``app_name`` is the application name DBOS records with each run (its dashboards and
-    ``dbos workflow list`` filter by it). ``system_schema`` is the PostgreSQL schema holding DBOS's
-    tables (two apps on one database use two schemas; ignored on SQLite).
+    ``dbos workflow list`` filter by it). ``system_schema`` is the PostgreSQL schema holding
+    DBOS's tables (two apps on one database use two schemas; ignored on SQLite).
 
     Example::
 
@@ -178,8 +178,8 @@ class DbosOptions(BaseModel):
     def _check_schema(cls, value: str) -> str:
         if not _SCHEMA.fullmatch(value) or value.lower().startswith("pg_"):
             raise ValueError(
-                f"system_schema {value!r} must be a plain PostgreSQL name: a letter or _, then up to "
-                "62 letters, digits or _ (not starting with pg_)"
+                f"system_schema {value!r} must be a plain PostgreSQL name: a letter or _, then "
+                "up to 62 letters, digits or _ (not starting with pg_)"
             )
         return value
 

@@ -91,9 +91,10 @@ def decode(text: object, what: str) -> Any:
 
 def recordable(error: Exception, what: str) -> Exception:
     """``error`` if DBOS can record it (it survives pickling), else a :class:`DbosEngineError`
-    carrying its type and message (raised ``from error``, so this process sees the original as its cause). DBOS pickles a
-    failed step's or run's exception to raise it again on replay and to callers that attach;
-    an exception that does not come back from pickle would break the recording itself."""
+    carrying its type and message (raised ``from error``: this process sees the original as its
+    cause). DBOS pickles a failed step's or run's exception to raise it again on replay and to
+    callers that attach; an exception that does not come back from pickle would break the
+    recording itself."""
     try:
         pickle.loads(pickle.dumps(error))
     except Exception:
