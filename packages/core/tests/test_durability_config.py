@@ -17,10 +17,10 @@ from pai.core import (
     Plugins,
     create_agent_runtime,
     define_agent,
+    durability_from_config,
     hookimpl,
 )
 from pai.core._config_check import check_static
-from pai.core._durability_config import durability_from_config
 from pai.core.testing import JournalEngine, ScriptedModel, text
 
 

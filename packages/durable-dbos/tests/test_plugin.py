@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pai.core import ConfigError, PaiConfig, Plugins, load_config
-from pai.core._durability_config import durability_from_config
+from pai.core import ConfigError, PaiConfig, Plugins, durability_from_config, load_config
 
 
 def plugins() -> Plugins:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pai.core._durability import RunSpec as RunSpec
     from pai.core._durability import Steps as Steps
     from pai.core._durability import current_durable_call as current_durable_call
+    from pai.core._durability_config import durability_from_config as durability_from_config
     from pai.core._durability_registry import DurabilityRegistration as DurabilityRegistration
     from pai.core._durability_registry import DurabilitySettings as DurabilitySettings
     from pai.core._errors import CapabilityAcquireError as CapabilityAcquireError
@@ -327,6 +328,7 @@ _SOURCES: dict[str, str] = {
     "ThreadRecord": "pai.core._storage",
     "open_storage": "pai.core._storage_config",
     "storage_from_config": "pai.core._storage_config",
+    "durability_from_config": "pai.core._durability_config",
     "InMemoryStorage": "pai.core._storage_memory",
     "StorageRegistration": "pai.core._storage_registry",
     "StorageURL": "pai.core._storage_registry",
@@ -476,6 +478,7 @@ __all__ = [
     "define_tool",
     "derive_instance_key",
     "did_you_mean",
+    "durability_from_config",
     "encode_message",
     "get_plugins",
     "hookimpl",
