@@ -411,6 +411,45 @@ async def test_a_live_holder_of_the_executor_id_is_named(tmp_path: Path) -> None
     await engine.aclose()
 
 
+async def test_a_standby_waits_for_the_holder_and_takes_over_when_it_dies(
+    tmp_path: Path,
+) -> None:
+    import anyio
+
+    holder = hold_executor_id(f"sqlite:///{tmp_path / 'dbos.sqlite'}")
+    engine = engine_at(tmp_path, standby=True)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(engine.start, Probe(None))
+            await anyio.sleep(0.5)
+            assert not engine.started  # waiting: the holder lives
+            holder.kill()
+            holder.wait()
+            with anyio.fail_after(30):
+                while not engine.started:  # noqa: ASYNC110
+                    await anyio.sleep(0.02)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        await engine.aclose()
+
+
+async def test_a_cancelled_standby_leaves_the_executor_id_free(tmp_path: Path) -> None:
+    import anyio
+
+    holder = hold_executor_id(f"sqlite:///{tmp_path / 'dbos.sqlite'}")
+    try:
+        with anyio.move_on_after(0.3):
+            await engine_at(tmp_path, standby=True).start(Probe(None))
+    finally:
+        holder.kill()
+        holder.wait()
+    engine = engine_at(tmp_path)
+    await engine.start(Probe(None))  # nothing of the cancelled standby holds the id
+    await engine.aclose()
+
+
 def test_importing_the_package_does_not_import_dbos() -> None:
     code = (
         "import sys\n"

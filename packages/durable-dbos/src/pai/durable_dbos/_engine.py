@@ -57,6 +57,9 @@ An app that wants them raises the ``dbos`` logger's level after the engine start
 _LISTENER_INTERVAL: Final = 0.1
 """Seconds DBOS's notification listener sleeps between rounds on SQLite (DBOS's default: 1)."""
 
+_STANDBY_POLL: Final = 0.05
+"""Seconds between a standby's attempts to take its executor id."""
+
 _active: DbosEngine | None = None
 """The engine DBOS serves in this process (DBOS is one per process)."""
 
@@ -142,8 +145,16 @@ class DbosEngine:
         _active = self
         self._owns_dbos = False
         try:
-            await anyio.to_thread.run_sync(self._lock.acquire)
-            await anyio.to_thread.run_sync(_import_dbos)
+            if self.options.standby:
+                # Warm first (the import is most of a cold start), then wait. Polled, not a
+                # blocking flock in a thread: a cancelled wait must leave no thread behind that
+                # takes the lock later.
+                await anyio.to_thread.run_sync(_import_dbos)
+                while not await anyio.to_thread.run_sync(self._lock.try_acquire):  # noqa: ASYNC110
+                    await anyio.sleep(_STANDBY_POLL)
+            else:
+                await anyio.to_thread.run_sync(self._lock.acquire)
+                await anyio.to_thread.run_sync(_import_dbos)
             # Creating or migrating DBOS's tables off the loop: launch() then only checks them.
             await anyio.to_thread.run_sync(self._migrate)
             self._host, self._loop, self._closing = host, loop, False

@@ -50,6 +50,14 @@ class ExecutorLock:
         """The lock file (its content: the holder's process id, for messages)."""
         self._file: IO[str] | None = None
 
+    def try_acquire(self) -> bool:
+        """Take the lock if it is free: ``True``; ``False`` while a live process holds it."""
+        try:
+            self.acquire()
+        except _Held:
+            return False
+        return True
+
     def acquire(self) -> None:
         """Take the lock, or raise :class:`DbosEngineError` naming the live holder."""
         try:
@@ -64,13 +72,14 @@ class ExecutorLock:
             handle.seek(0)
             holder = handle.read().strip() or "unknown"
             handle.close()
-            raise DbosEngineError(
+            raise _Held(
                 f"executor id {self.options.executor_id!r} is held by another live process "
                 f"(pid {holder}) on this machine for the DBOS database "
                 f"{self.options.display_url}: two live processes with one executor id would "
                 f"resume each other's runs. Give each process its own stable id: set "
                 f"{EXECUTOR_VARIABLE}=worker-2 (appended to the default id) or "
-                "DbosEngine(executor_id=...)"
+                "DbosEngine(executor_id=...); or, for a warm standby that takes over when that "
+                "process dies, standby=True"
             ) from None
         except BaseException:
             handle.close()
@@ -86,6 +95,10 @@ class ExecutorLock:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+class _Held(DbosEngineError):
+    """The executor id is held by another live process."""
 
 
 def _user() -> str:

@@ -91,6 +91,10 @@ class DbosOptions(BaseModel):
     ``recovery_interval`` is how often (seconds) DBOS looks for runs to resume: after a restart,
     the first resumed step starts within about this long. Lower costs a cheap query per poll.
 
+    ``standby=True`` makes a second process with the same executor id wait for the first to
+    die (its lock is released by the kernel, ``kill -9`` included) and then resume its runs: a
+    restart without the seconds a new process spends importing.
+
     ``app_name`` is the application name DBOS records with each run (its dashboards and
     ``dbos workflow list`` filter by it). ``system_schema`` is the PostgreSQL schema holding
     DBOS's tables (two apps on one database use two schemas; ignored on SQLite).
@@ -117,6 +121,10 @@ class DbosOptions(BaseModel):
     """Seconds between DBOS's polls for runs to resume (DBOS's own default is 1)."""
     system_schema: str = "dbos"
     """The PostgreSQL schema of DBOS's tables (DBOS's default; ignored on SQLite)."""
+    standby: bool = False
+    """Wait in :meth:`~pai.durable_dbos.DbosEngine.start` while another live process on this
+    machine holds the executor id, instead of refusing to start: a warm standby (DBOS already
+    imported) that takes over the moment that process dies and resumes its runs at once."""
 
     @property
     def display_url(self) -> str:
