@@ -90,13 +90,20 @@ async def test_a_sandbox_gets_a_group_of_its_own_which_destroy_removes(
     where = place()
     if where is None:
         pytest.skip("this machine lets this process make no control group")
+
+    def ours() -> set[Path]:
+        return {
+            child
+            for parent in where.parents.values()
+            for child in parent.iterdir()
+            if child.name.startswith("pai-local-")
+        }
+
+    # Only the groups this sandbox made: other tests (or runs) may have sandboxes meanwhile.
+    before = ours()
     box = _sandbox(provider)
     await box.run_command("true")
-    groups = [
-        parent / name
-        for parent in where.parents.values()
-        for name in (p.name for p in parent.iterdir() if p.name.startswith("pai-local-"))
-    ]
+    groups = sorted(ours() - before)
     assert groups, "no control group was made for the sandbox"
     pids = (groups[0] / "cgroup.procs").read_text().split()
     assert pids, "the sandbox's processes are not in its group"

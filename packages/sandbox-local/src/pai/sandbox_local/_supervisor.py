@@ -54,7 +54,9 @@ import time
 TYPE_CHECKING = False  # not typing's: importing typing would cost every sandbox's start
 if TYPE_CHECKING:
     import signal as _signal
-    from typing import cast
+    from typing import TypeVar, cast
+
+    _T = TypeVar("_T")
 else:
     import _signal
 
@@ -193,12 +195,20 @@ def _read(path: str, max_bytes: int) -> tuple[object, bytes]:
         os.close(fd)
 
 
+def _as(value: object, kind: type[_T]) -> _T:
+    """``value``, a field of a host request, when it has the type the protocol gives it; a
+    :class:`ProtocolError` otherwise (not an ``assert``: those vanish under ``python -O``)."""
+    if not isinstance(value, kind):
+        raise ProtocolError(f"a request field is {type(value).__name__}, not {kind.__name__}")
+    return value
+
+
 def _write(entries: list[list[object]], payload: bytes) -> None:
     offset = 0
     for path, mode, size in entries:
-        assert isinstance(path, str)
-        assert isinstance(mode, int)
-        assert isinstance(size, int)
+        path = _as(path, str)
+        mode = _as(mode, int)
+        size = _as(size, int)
         content = payload[offset : offset + size]
         offset += size
         try:
@@ -269,31 +279,30 @@ def file_operation(request: list[object], payload: bytes) -> tuple[object, bytes
     kind = request[0]
     if kind == "read":
         path, max_bytes = request[1], request[2]
-        assert isinstance(path, str)
-        assert isinstance(max_bytes, int)
+        path = _as(path, str)
+        max_bytes = _as(max_bytes, int)
         return _read(path, max_bytes)
     if kind == "write":
-        entries = request[1]
-        assert isinstance(entries, list)
-        _write(entries, payload)  # pyright: ignore[reportUnknownArgumentType]
+        entries = cast("list[list[object]]", _as(request[1], list))
+        _write(entries, payload)
         return ["ok", None], b""
     if kind == "list":
         path = request[1]
-        assert isinstance(path, str)
+        path = _as(path, str)
         return ["ok", _list(path)], b""
     if kind == "remove":
         path, recursive = request[1], request[2]
-        assert isinstance(path, str)
+        path = _as(path, str)
         _remove(path, bool(recursive))
         return ["ok", None], b""
     if kind == "mkdir":
         path, parents = request[1], request[2]
-        assert isinstance(path, str)
+        path = _as(path, str)
         _make_dir(path, bool(parents))
         return ["ok", None], b""
     if kind == "exists":
         path = request[1]
-        assert isinstance(path, str)
+        path = _as(path, str)
         return ["ok", os.path.exists(path)], b""
     raise ProtocolError(f"unknown request {kind!r}")
 
