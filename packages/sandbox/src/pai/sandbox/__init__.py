@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from pai.sandbox._errors import SandboxInputError as SandboxInputError
     from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryError
     from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
+    from pai.sandbox._errors import SandboxNotDurableError as SandboxNotDurableError
     from pai.sandbox._errors import SandboxPathError as SandboxPathError
     from pai.sandbox._errors import SandboxProviderError as SandboxProviderError
+    from pai.sandbox._errors import SandboxReplayError as SandboxReplayError
     from pai.sandbox._errors import SandboxUnavailableError as SandboxUnavailableError
     from pai.sandbox._errors import SandboxVanishedError as SandboxVanishedError
     from pai.sandbox._errors import SeedPathError as SeedPathError
@@ -81,8 +83,10 @@ _SOURCES: dict[str, str] = {
     "SandboxInputError": "pai.sandbox._errors",
     "SandboxIsADirectoryError": "pai.sandbox._errors",
     "SandboxNotADirectoryError": "pai.sandbox._errors",
+    "SandboxNotDurableError": "pai.sandbox._errors",
     "SandboxPathError": "pai.sandbox._errors",
     "SandboxProviderError": "pai.sandbox._errors",
+    "SandboxReplayError": "pai.sandbox._errors",
     "SandboxUnavailableError": "pai.sandbox._errors",
     "SandboxVanishedError": "pai.sandbox._errors",
     "SeedPathError": "pai.sandbox._errors",
@@ -152,10 +156,12 @@ __all__ = [
     "SandboxInstance",
     "SandboxIsADirectoryError",
     "SandboxNotADirectoryError",
+    "SandboxNotDurableError",
     "SandboxPathError",
     "SandboxProvider",
     "SandboxProviderError",
     "SandboxProviderRegistration",
+    "SandboxReplayError",
     "SandboxService",
     "SandboxSessionManager",
     "SandboxSettings",

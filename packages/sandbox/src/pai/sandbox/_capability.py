@@ -17,6 +17,7 @@ from pai.core import (
     derive_instance_key,
 )
 from pai.sandbox._provider import SandboxProvider
+from pai.sandbox._receipts import DurableCommands, check_durable_commands
 from pai.sandbox._sandbox import (
     DEFAULT_OUTPUT_LIMIT,
     DEFAULT_READ_LIMIT,
@@ -51,10 +52,12 @@ class SandboxService:
         default_timeout: float | None,
         output_limit: int,
         read_limit: int = DEFAULT_READ_LIMIT,
+        durable_commands: DurableCommands = "exactly-once",
     ) -> None:
         self._default_timeout = check_timeout("default_timeout", default_timeout)
         self._output_limit = check_limit("output_limit", output_limit)
         self._read_limit = check_limit("read_limit", read_limit)
+        self._durable_commands: DurableCommands = check_durable_commands(durable_commands)
         self.sessions: SandboxSessionManager = SandboxSessionManager(provider, seed=seed)
         self.scope: CapabilityScope = scope
         self.binding: CapabilityBinding[Sandbox] = create_capability_binding(
@@ -77,6 +80,7 @@ class SandboxService:
             default_timeout=self._default_timeout,
             output_limit=self._output_limit,
             read_limit=self._read_limit,
+            durable_commands=self._durable_commands,
         )
 
     def _acquire(self, input: AcquireInput) -> Sandbox:
@@ -124,6 +128,7 @@ def create_sandbox_service(
     default_timeout: float | None = DEFAULT_TIMEOUT,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     read_limit: int = DEFAULT_READ_LIMIT,
+    durable_commands: DurableCommands = "exactly-once",
 ) -> SandboxService:
     """Sandboxes for the runtime (``.binding``) and for pipeline work (``.acquire(...)``).
 
@@ -151,6 +156,7 @@ def create_sandbox_service(
         default_timeout=default_timeout,
         output_limit=output_limit,
         read_limit=read_limit,
+        durable_commands=durable_commands,
     )
 
 
@@ -162,6 +168,7 @@ def sandbox_capability(
     default_timeout: float | None = DEFAULT_TIMEOUT,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     read_limit: int = DEFAULT_READ_LIMIT,
+    durable_commands: DurableCommands = "exactly-once",
 ) -> CapabilityBinding[Sandbox]:
     """The sandbox binding for a runtime: ``capabilities={"sandbox": sandbox_capability(...)}``.
 
@@ -171,7 +178,10 @@ def sandbox_capability(
     ``default_timeout`` (seconds, ``None`` for none) applies to commands given no timeout,
     ``output_limit`` caps each output stream of a command (1 MiB by default), and ``read_limit``
     is the largest file ``read_file`` transfers (64 MiB by default; a larger one raises
-    ``SandboxFileTooLargeError``). Bad values raise ``SandboxInputError`` naming the option.
+    ``SandboxFileTooLargeError``). ``durable_commands`` is what a durable run's commands do on a
+    provider that keeps no receipts (in-memory): ``"exactly-once"`` (the default) refuses them
+    with ``SandboxNotDurableError``, ``"at-least-once"`` runs them, again on a replay after a
+    crash. Bad values raise ``SandboxInputError`` naming the option.
 
     Example::
 
@@ -189,4 +199,5 @@ def sandbox_capability(
         default_timeout=default_timeout,
         output_limit=output_limit,
         read_limit=read_limit,
+        durable_commands=durable_commands,
     ).binding

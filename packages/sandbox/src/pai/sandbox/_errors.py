@@ -13,6 +13,8 @@
         ├── SandboxFileTooLargeError       (OSError EFBIG: a file over the read limit, read_limit)
         ├── SandboxVanishedError           (the instance is gone: expired, removed, crashed)
         ├── SandboxClosedError             (RuntimeError: the session manager was closed)
+        ├── SandboxReplayError             (a durable run's replay ran another command under a key)
+        ├── SandboxNotDurableError         (a durable run on a provider that keeps no receipts)
         └── SandboxProviderError           (RuntimeError: the backend failed; the message says how)
             └── SandboxUnavailableError      (a probe found the backend unusable: engine down, ...)
 
@@ -135,6 +137,18 @@ class SandboxVanishedError(SandboxError):
 
 class SandboxClosedError(SandboxError, RuntimeError):
     """The session manager (and so every facade over it) was closed."""
+
+
+class SandboxReplayError(SandboxError):
+    """A durable run replayed a tool call that ran a different command (or cwd, env, stdin)
+    under a key whose receipt records another: the tool is not deterministic in the commands it
+    runs. The message names the key."""
+
+
+class SandboxNotDurableError(SandboxError):
+    """A durable run used a provider that keeps no receipts of commands (``features.durable``
+    is ``False``), so a replay could run a command a second time. Allow that with
+    ``durable_commands="at-least-once"`` (``sandbox_capability`` or ``[capabilities.sandbox]``)."""
 
 
 class SandboxProviderError(SandboxError, RuntimeError):

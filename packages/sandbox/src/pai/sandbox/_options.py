@@ -7,7 +7,7 @@ called.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,9 @@ from pai.sandbox._sandbox import DEFAULT_OUTPUT_LIMIT, DEFAULT_READ_LIMIT, DEFAU
 
 class SandboxSettings(BaseModel):
     """``[capabilities.sandbox]``: which provider, and the facade's limits.
+
+    ``durable_commands``: what a durable run's commands do on a provider that keeps no receipts
+    (in-memory): ``"exactly-once"`` refuses them, ``"at-least-once"`` runs them (again on replay).
 
     Each provider's own options go in a sub-table named after it (``[capabilities.sandbox.docker]``).
     """
@@ -26,6 +29,7 @@ class SandboxSettings(BaseModel):
     default_timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = DEFAULT_TIMEOUT
     output_limit: Annotated[int, Field(ge=1)] = DEFAULT_OUTPUT_LIMIT
     read_limit: Annotated[int, Field(ge=1)] = DEFAULT_READ_LIMIT
+    durable_commands: Literal["exactly-once", "at-least-once"] = "exactly-once"
 
 
 __all__ = ["SandboxSettings"]

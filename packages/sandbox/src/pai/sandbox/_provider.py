@@ -32,7 +32,9 @@ class ProviderFeatures:
 
     ``cross_process``: instances live outside this process and ``find`` works from a fresh
     provider object in another process. ``durable``: instances survive ``aclose()`` of the
-    provider (and of the runtime). ``processes``: commands run as OS processes, so a timeout is
+    provider (and of the runtime), so durable runs keep their command receipts in them (without
+    it, a durable run's commands are refused unless ``durable_commands="at-least-once"``).
+    ``processes``: commands run as OS processes, so a timeout is
     checked by looking for survivors.
     """
 

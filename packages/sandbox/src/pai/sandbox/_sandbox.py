@@ -10,9 +10,16 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
+from pai.core import current_durable_call
 from pai.sandbox._errors import SandboxFileTooLargeError, SandboxInputError, SandboxVanishedError
 from pai.sandbox._paths import WORKSPACE, resolve_path
 from pai.sandbox._provider import OutputCallback, SandboxInstance
+from pai.sandbox._receipts import (
+    DurableCommand,
+    DurableCommands,
+    check_durable_commands,
+    not_durable,
+)
 from pai.sandbox._session import SandboxHandle
 from pai.sandbox._types import CommandResult, DirEntry, FileWrite, RawCommandResult
 
@@ -210,6 +217,7 @@ class Sandbox:
         default_timeout: float | None = DEFAULT_TIMEOUT,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         read_limit: int = DEFAULT_READ_LIMIT,
+        durable_commands: DurableCommands = "exactly-once",
     ) -> None:
         self._handle = handle
         self.default_timeout: float | None = check_timeout("default_timeout", default_timeout)
@@ -221,6 +229,9 @@ class Sandbox:
         :class:`~pai.sandbox.SandboxFileTooLargeError`."""
         self.environment_resets: int = 0
         """How many times this facade found its instance gone and re-created it."""
+        self.durable_commands: DurableCommands = check_durable_commands(durable_commands)
+        """In a durable run on a provider that keeps no receipts: refuse commands
+        (``"exactly-once"``) or run them, perhaps again on replay (``"at-least-once"``)."""
 
     @property
     def key(self) -> str:
@@ -267,6 +278,13 @@ class Sandbox:
         and returns ``timed_out=True`` with exit code 124. ``on_stdout`` / ``on_stderr`` receive
         decoded text as it arrives. Arguments of the wrong type raise ``SandboxInputError``
         naming the argument, before anything runs.
+
+        Inside a tool call of a durable run (:func:`pai.core.current_durable_call`), a command
+        runs at most once per replay key: a replay returns the receipt the sandbox keeps under
+        ``/workspace/.pai/receipts``, waits for the command an earlier attempt left running, or
+        returns exit code 255 for one that was interrupted. Output then reaches ``on_stdout`` /
+        ``on_stderr`` when the command has finished. A provider that keeps no receipts raises
+        :class:`~pai.sandbox.SandboxNotDurableError` unless ``durable_commands="at-least-once"``.
         """
         if not isinstance(command, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise SandboxInputError(
@@ -291,7 +309,7 @@ class Sandbox:
         err_callback, err_flush = _decoding(on_stderr)
         started = time.perf_counter()
 
-        run = _RunCommand(
+        run: Callable[[SandboxInstance], Awaitable[RawCommandResult]] = _RunCommand(
             command,
             workdir,
             variables,
@@ -301,6 +319,23 @@ class Sandbox:
             out_callback,
             err_callback,
         )
+        call = current_durable_call()
+        if call is not None:
+            provider = self._handle.manager.provider
+            if provider.features.durable:
+                run = DurableCommand(
+                    key=call.next_key("sandbox.command"),
+                    command=command,
+                    cwd=workdir,
+                    env=variables,
+                    stdin=data,
+                    timeout=checked_timeout,
+                    output_limit=self.output_limit,
+                    on_stdout=out_callback,
+                    on_stderr=err_callback,
+                )
+            elif self.durable_commands != "at-least-once":
+                raise not_durable(provider.name)
         raw, reset = await self._with_instance(run)
         out_flush()
         err_flush()
@@ -414,13 +449,15 @@ def create_sandbox(
     default_timeout: float | None = DEFAULT_TIMEOUT,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     read_limit: int = DEFAULT_READ_LIMIT,
+    durable_commands: DurableCommands = "exactly-once",
 ) -> Sandbox:
     """The :class:`Sandbox` facade over a session manager's handle.
 
     ``default_timeout`` (seconds, ``None`` for none) applies to commands given no timeout;
     ``output_limit`` caps each output stream of a command; ``read_limit`` is the largest file
-    :meth:`Sandbox.read_file` transfers (64 MiB by default). Bad values raise
-    ``SandboxInputError`` naming the option.
+    :meth:`Sandbox.read_file` transfers (64 MiB by default); ``durable_commands`` is what a
+    durable run's commands do on a provider that keeps no receipts (see
+    :attr:`Sandbox.durable_commands`). Bad values raise ``SandboxInputError`` naming the option.
 
     Example::
 
@@ -432,5 +469,9 @@ def create_sandbox(
         )
     """
     return Sandbox(
-        handle, default_timeout=default_timeout, output_limit=output_limit, read_limit=read_limit
+        handle,
+        default_timeout=default_timeout,
+        output_limit=output_limit,
+        read_limit=read_limit,
+        durable_commands=durable_commands,
     )

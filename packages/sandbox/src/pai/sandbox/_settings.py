@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pai.core import CapabilityBinding, CapabilitySettings, PaiConfig, Plugins
     from pai.sandbox._options import SandboxSettings
     from pai.sandbox._provider import SandboxProvider
+    from pai.sandbox._receipts import DurableCommands
 
 _log = logging.getLogger("pai.sandbox")
 
@@ -61,6 +62,7 @@ class FacadeLimits(TypedDict):
     default_timeout: float | None
     output_limit: int
     read_limit: int
+    durable_commands: DurableCommands
 
 
 def facade_limits(settings: SandboxSettings) -> FacadeLimits:
@@ -69,6 +71,7 @@ def facade_limits(settings: SandboxSettings) -> FacadeLimits:
         default_timeout=settings.default_timeout,
         output_limit=settings.output_limit,
         read_limit=settings.read_limit,
+        durable_commands=settings.durable_commands,
     )
 
 
