@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import struct
 import time
 import tracemalloc
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Generator, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -44,6 +45,7 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
+from pai.core._durability import DURABLE_CALL, DurableCall
 from pai.sandbox._errors import (
     SandboxDirectoryNotEmptyError,
     SandboxError,
@@ -53,6 +55,7 @@ from pai.sandbox._errors import (
     SandboxInputError,
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
+    SandboxReplayError,
 )
 from pai.sandbox._provider import (
     ProbingSandboxProvider,
@@ -60,12 +63,13 @@ from pai.sandbox._provider import (
     SandboxProvider,
     probe_provider,
 )
+from pai.sandbox._receipts import INTERRUPTED_EXIT_CODE, RECEIPTS, command_digest, receipt_name
 from pai.sandbox._recording import ProviderCall as ProviderCall
 from pai.sandbox._recording import RecordingInstance as RecordingInstance
 from pai.sandbox._recording import RecordingProvider as RecordingProvider
 from pai.sandbox._sandbox import DEFAULT_READ_LIMIT, Sandbox
 from pai.sandbox._session import SandboxSessionManager
-from pai.sandbox._types import FileWrite, SeedFile
+from pai.sandbox._types import CommandResult, FileWrite, SeedFile
 
 _BACKENDS = ["asyncio", "trio"] if importlib.util.find_spec("trio") else ["asyncio"]
 
@@ -139,6 +143,27 @@ def _host_folder(folder: Path, write: dict[str, str] | None = None) -> dict[str,
     for name, text in (write or {}).items():
         (folder / name).write_text(text)
     return {path.name: path.read_text() for path in folder.iterdir()}
+
+
+def _needs_receipts(provider: SandboxProvider) -> None:
+    """Skip a test of durable-run receipts on a provider that keeps none."""
+    if not provider.features.durable:
+        pytest.skip(
+            f"provider {provider.name!r} keeps no receipts of commands (features.durable is "
+            "False): durable runs refuse its commands unless durable_commands='at-least-once'"
+        )
+
+
+@contextlib.contextmanager
+def durable_call(call_id: str) -> Generator[DurableCall]:
+    """Run the block as the tool call ``call_id`` of a durable run (a fresh
+    :class:`~pai.core.DurableCall`, as a replay of the call would have)."""
+    call = DurableCall(call_id)
+    token = DURABLE_CALL.set(call)
+    try:
+        yield call
+    finally:
+        DURABLE_CALL.reset(token)
 
 
 def _needs_processes(provider: SandboxProvider, why: str) -> None:
@@ -1319,3 +1344,114 @@ class SandboxProviderConformance:
         assert second.instance_id != first.instance_id
         assert not await second.exists("/workspace/old.txt")
         assert [i.key for i in await provider.list_instances()].count(key) == 1
+
+    # -- durable runs: receipts ---------------------------------------------------------------
+
+    async def test_a_durable_command_replayed_under_its_key_runs_once(
+        self, provider: SandboxProvider
+    ) -> None:
+        _needs_receipts(provider)
+        sandbox = self.sandbox(provider)
+        with durable_call("run/1/0"):
+            first = await sandbox.run_command("echo line >> log.txt; echo appended")
+        with durable_call("run/1/0"):  # the replay: the same call id, so the same key
+            again = await sandbox.run_command("echo line >> log.txt; echo appended")
+        assert await sandbox.read_text("log.txt") == "line\n"
+        assert (first.exit_code, first.stdout) == (0, "appended\n")
+        assert (again.exit_code, again.stdout, again.stderr) == (0, "appended\n", "")
+
+    async def test_a_receipt_carries_the_exit_code_and_the_output(
+        self, provider: SandboxProvider
+    ) -> None:
+        _needs_receipts(provider)
+        sandbox = self.sandbox(provider)
+        command = "echo out; echo err >&2\nexit 3"
+        with durable_call("run/2/0"):
+            first = await sandbox.run_command(command)
+        assert (first.exit_code, first.stdout, first.stderr) == (3, "out\n", "err\n")
+        name = receipt_name("run/2/0/sandbox.command/0")
+        receipt = json.loads(await sandbox.read_text(f"{RECEIPTS}/{name}.json"))
+        assert (receipt["exit_code"], receipt["stdout"], receipt["stderr"]) == (
+            3,
+            "out\n",
+            "err\n",
+        )
+        assert (receipt["timed_out"], receipt["truncated"]) == (False, False)
+        assert receipt["digest"] == command_digest(command, "/workspace", {}, None)
+        with durable_call("run/2/0"):
+            again = await sandbox.run_command(command)
+        assert (again.exit_code, again.stdout, again.stderr) == (3, "out\n", "err\n")
+
+    async def test_a_durable_command_keeps_here_documents_and_exit(
+        self, provider: SandboxProvider
+    ) -> None:
+        _needs_receipts(provider)
+        sandbox = self.sandbox(provider)
+        with durable_call("run/3/0"):
+            result = await sandbox.run_command(
+                "cat <<'EOF'\nkept $HOME\nEOF\nread -r x; echo \"got $x\"\nexit 4\necho never",
+                stdin=b"input\n",
+            )
+        assert (result.exit_code, result.stdout) == (4, "kept $HOME\ngot input\n")
+
+    async def test_a_different_command_under_a_recorded_key_is_refused(
+        self, provider: SandboxProvider
+    ) -> None:
+        _needs_receipts(provider)
+        sandbox = self.sandbox(provider)
+        with durable_call("run/4/0"):
+            await sandbox.run_command("echo one >> log.txt")
+        with durable_call("run/4/0"), pytest.raises(SandboxReplayError) as raised:
+            await sandbox.run_command("echo two >> log.txt")
+        assert "run/4/0/sandbox.command/0" in str(raised.value)
+        assert "different command" in str(raised.value)
+        assert await sandbox.read_text("log.txt") == "one\n"
+
+    async def test_a_claimed_command_whose_process_is_gone_is_interrupted_not_rerun(
+        self, provider: SandboxProvider
+    ) -> None:
+        _needs_receipts(provider)
+        sandbox = self.sandbox(provider)
+        gone = (await sandbox.run_command("sh -c 'echo $$'")).stdout.strip()
+        assert gone.isdigit()
+        claim = f"{RECEIPTS}/{receipt_name('run/5/0/sandbox.command/0')}.claim"
+        await sandbox.write_files({f"{claim}/pid": f"{gone}\n", f"{claim}/deadline": "\n"})
+        for _ in range(2):  # the second answer is the receipt the first wrote
+            with durable_call("run/5/0"):
+                result = await sandbox.run_command("echo ran >> log.txt")
+            assert result.exit_code == INTERRUPTED_EXIT_CODE
+            assert "interrupted" in result.stderr
+        assert not await sandbox.exists("log.txt")
+
+    async def test_a_command_still_running_is_waited_for_by_a_second_worker(
+        self, provider: SandboxProvider
+    ) -> None:
+        _needs_receipts(provider)
+        first = self.sandbox(provider)
+        command = "sleep 1; echo line >> log.txt; echo finished"
+        claim = f"{RECEIPTS}/{receipt_name('run/6/0/sandbox.command/0')}.claim"
+        results: list[CommandResult] = []
+
+        async def original() -> None:
+            with durable_call("run/6/0"):
+                results.append(await first.run_command(command))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(original)
+            with anyio.fail_after(30):
+                while not await first.exists(f"{claim}/pid"):  # noqa: ASYNC110  (a sandbox, no event)
+                    await anyio.sleep(0.02)
+            # Another worker (a session of its own) replays the call while it runs.
+            second = self.sandbox(provider, key=first.key)
+            with durable_call("run/6/0"):
+                results.append(await second.run_command(command))
+        # The first worker's answer and the second's, in whichever order they came.
+        assert [(r.exit_code, r.stdout) for r in results] == [(0, "finished\n")] * 2
+        assert await first.read_text("log.txt") == "line\n"
+
+    async def test_outside_durable_runs_a_command_leaves_no_receipt(
+        self, provider: SandboxProvider
+    ) -> None:
+        sandbox = self.sandbox(provider)
+        await sandbox.run_command("echo plain")
+        assert not await sandbox.exists(RECEIPTS)
