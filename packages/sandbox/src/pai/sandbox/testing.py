@@ -1449,6 +1449,19 @@ class SandboxProviderConformance:
         assert [(r.exit_code, r.stdout) for r in results] == [(0, "finished\n")] * 2
         assert await first.read_text("log.txt") == "line\n"
 
+    async def test_a_durable_command_that_timed_out_is_recorded_as_timed_out(
+        self, provider: SandboxProvider
+    ) -> None:
+        _needs_receipts(provider)
+        sandbox = self.sandbox(provider)
+        for _ in range(2):  # the second answer is the receipt: the command is not run again
+            with durable_call("run/7/0"):
+                result = await sandbox.run_command(
+                    "echo line >> log.txt; sleep 30", timeout=self.timeout_seconds
+                )
+            assert (result.exit_code, result.timed_out) == (TIMEOUT_EXIT_CODE, True)
+        assert await sandbox.read_text("log.txt") == "line\n"
+
     async def test_outside_durable_runs_a_command_leaves_no_receipt(
         self, provider: SandboxProvider
     ) -> None:
