@@ -41,8 +41,12 @@ if TYPE_CHECKING:
     from pai.core._durability import DurabilityEngine as DurabilityEngine
     from pai.core._durability import DurableCall as DurableCall
     from pai.core._durability import DurableHost as DurableHost
+    from pai.core._durability import DurableRunAdmin as DurableRunAdmin
+    from pai.core._durability import DurableRunInfo as DurableRunInfo
+    from pai.core._durability import DurableRunStatus as DurableRunStatus
     from pai.core._durability import RunSpec as RunSpec
     from pai.core._durability import Steps as Steps
+    from pai.core._durability import UnknownDurableRunError as UnknownDurableRunError
     from pai.core._durability import current_durable_call as current_durable_call
     from pai.core._durability_config import durability_from_config as durability_from_config
     from pai.core._durability_registry import DurabilityRegistration as DurabilityRegistration
@@ -222,6 +226,10 @@ _SOURCES: dict[str, str] = {
     "DurabilityError": "pai.core._errors",
     "DurableCall": "pai.core._durability",
     "DurableHost": "pai.core._durability",
+    "DurableRunAdmin": "pai.core._durability",
+    "DurableRunInfo": "pai.core._durability",
+    "DurableRunStatus": "pai.core._durability",
+    "UnknownDurableRunError": "pai.core._durability",
     "current_durable_call": "pai.core._durability",
     "DurabilityRegistration": "pai.core._durability_registry",
     "DurabilitySettings": "pai.core._durability_registry",
@@ -370,6 +378,9 @@ __all__ = [
     "DurableCall",
     "DurableHost",
     "DurableReplayError",
+    "DurableRunAdmin",
+    "DurableRunInfo",
+    "DurableRunStatus",
     "ErrorMessage",
     "FatalModelError",
     "FinishReason",
@@ -459,6 +470,7 @@ __all__ = [
     "UndeclaredCapabilityError",
     "UnknownAgentError",
     "UnknownCommandError",
+    "UnknownDurableRunError",
     "Usage",
     "UsageReported",
     "UserError",

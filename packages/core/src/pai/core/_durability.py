@@ -21,7 +21,8 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, TypeAlias, runtime_checkable
+from datetime import datetime
+from typing import Any, Final, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
 from pai.core._errors import DurabilityError
 
@@ -263,6 +264,107 @@ class DurabilityEngine(Protocol):
         ...
 
 
+# -- administering recorded runs (optional) -------------------------------------------------------
+
+DurableRunStatus: TypeAlias = Literal["pending", "running", "succeeded", "failed", "cancelled"]
+"""A durable run's state, the same words for every engine: ``pending`` (waiting for the engine to
+start or resume it), ``running`` (started and not finished; an engine that cannot tell a live
+run from one whose process died says ``running`` for both), ``succeeded``, ``failed`` and
+``cancelled``. Each engine says how its own states map to these."""
+
+DURABLE_RUN_STATUSES: Final[tuple[DurableRunStatus, ...]] = get_args(DurableRunStatus)
+"""The statuses of :data:`DurableRunStatus`, in the order above."""
+
+
+class UnknownDurableRunError(DurabilityError, LookupError):
+    """No durable run of the id given is recorded by the engine."""
+
+    def __init__(self, run_id: str, where: str) -> None:
+        super().__init__(
+            f"no durable run {run_id!r} is recorded in {where}; `pai runs ls` lists the runs"
+        )
+        self.run_id: str = run_id
+
+
+def check_run_status(status: str | None) -> DurableRunStatus | None:
+    """``status`` if it is one of :data:`DURABLE_RUN_STATUSES` (or ``None``); a
+    :class:`DurabilityError` naming them otherwise."""
+    if status is None or status in DURABLE_RUN_STATUSES:
+        return status
+    raise DurabilityError(
+        f"unknown durable run status {status!r}; one of {', '.join(DURABLE_RUN_STATUSES)}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DurableRunInfo:
+    """A durable run as its engine recorded it (what ``pai runs ls`` shows)."""
+
+    run_id: str
+    status: DurableRunStatus
+    thread_id: str | None = None
+    """The thread the run is on, read from its recorded :class:`RunSpec` (``None`` when the
+    input is not one PAI recorded)."""
+    agent_name: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    executor: str | None = None
+    """The process (engine identity) that last ran it, if the engine records one."""
+    error: str | None = None
+    """Why it failed (``type: message``), for a failed run."""
+    engine_status: str = ""
+    """The engine's own word for the status (DBOS: ``PENDING``, ``SUCCESS``, ...)."""
+
+    def to_json(self) -> dict[str, Json]:
+        """The run as JSON (times as ISO 8601 text), with stable keys."""
+        return {
+            "id": self.run_id,
+            "status": self.status,
+            "thread": self.thread_id,
+            "agent": self.agent_name,
+            "created_at": None if self.created_at is None else self.created_at.isoformat(),
+            "updated_at": None if self.updated_at is None else self.updated_at.isoformat(),
+            "executor": self.executor,
+            "error": self.error,
+            "engine_status": self.engine_status,
+        }
+
+
+@runtime_checkable
+class DurableRunAdmin(Protocol):
+    """What an engine implements, besides :class:`DurabilityEngine`, to have its recorded runs
+    listed, cancelled and resumed (``pai runs``). Optional: ``isinstance(engine,
+    DurableRunAdmin)`` tells.
+
+    These methods work on an engine that was never started: they open a connection of their own
+    to the engine's records and recover nothing (starting an engine resumes its runs; an admin
+    command must not). :meth:`aclose_admin` closes that connection.
+    """
+
+    async def list_runs(
+        self, *, status: str | None = None, limit: int = 100
+    ) -> Sequence[DurableRunInfo]:
+        """The recorded runs, newest first, at most ``limit``; only those of ``status`` (one of
+        :data:`DURABLE_RUN_STATUSES`) when given."""
+        ...
+
+    async def cancel_run(self, run_id: str) -> None:
+        """Cancel the run ``run_id``: it takes no further step (a process running it stops at
+        its next step) and is not resumed. :class:`UnknownDurableRunError` when there is no such
+        run; a :class:`DurabilityError` when it already finished."""
+        ...
+
+    async def resume_run(self, run_id: str) -> None:
+        """Have the run ``run_id`` (cancelled, or stuck) resumed from its last recorded step.
+        :class:`UnknownDurableRunError` when there is no such run; a :class:`DurabilityError`
+        when the engine cannot resume it (it finished)."""
+        ...
+
+    async def aclose_admin(self) -> None:
+        """Close the connection the methods above opened (nothing when none was)."""
+        ...
+
+
 def check_engine(value: object, where: str) -> DurabilityEngine:
     """``value`` if it is a :class:`DurabilityEngine`; a :class:`DurabilityError` naming
     ``where`` otherwise."""
@@ -277,16 +379,22 @@ def check_engine(value: object, where: str) -> DurabilityEngine:
 
 __all__ = [
     "DURABLE_CALL",
+    "DURABLE_RUN_STATUSES",
     "SPEC_VERSION",
     "DurabilityEngine",
     "DurableCall",
     "DurableHost",
+    "DurableRunAdmin",
+    "DurableRunInfo",
+    "DurableRunStatus",
     "Json",
     "RunSpec",
     "StepFn",
     "Steps",
+    "UnknownDurableRunError",
     "append_step",
     "check_engine",
+    "check_run_status",
     "current_durable_call",
     "durable_call_id",
     "error_step",

@@ -14,6 +14,7 @@ through the ``pai_cli`` hook (pai-sandbox adds ``pai providers``, ``pai sandbox 
                              without MODULE:AGENT, the agent ``[chat] agent`` configures
     pai threads ls|show|rm   the stored threads of ``pai chat`` (--json, --scope KEY)
     pai storage check|migrate  the configured storage's schema version; apply what is pending
+    pai runs ls|cancel|resume  the durable runs [durability]'s engine recorded; act on one
     pai generate ...         code generators plugins add (``pai generate`` alone lists them)
 
 Every listing takes ``--json`` (a JSON object with stable keys, for scripts). Output is a rich
@@ -658,6 +659,9 @@ def create_cli(plugins: Plugins | None = None) -> click.Group:
     from pai.core._cli_storage import storage_group
 
     cli.add_command(storage_group)
+    from pai.core._cli_runs import runs_group
+
+    cli.add_command(runs_group)
     cli.add_command(_new_generate_group())
     if plugins is None:
         from pai.core._plugins import get_plugins

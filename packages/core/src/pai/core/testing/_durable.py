@@ -5,11 +5,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Literal
 
 import anyio
 
-from pai.core._durability import DurableHost, Json, RunSpec, StepFn
+from pai.core._durability import (
+    DurableHost,
+    DurableRunInfo,
+    DurableRunStatus,
+    Json,
+    RunSpec,
+    StepFn,
+    UnknownDurableRunError,
+    check_run_status,
+)
 from pai.core._errors import DurabilityError, DurableReplayError
 
 
@@ -29,12 +39,42 @@ class _Journal:
     outcome: Json = None
     error: BaseException | None = None
     done: bool = False
+    cancelled: bool = False
+    executing: bool = False
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    updated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def status(self) -> DurableRunStatus:
+        if self.cancelled:
+            return "cancelled"
+        if self.done:
+            return "failed" if self.error is not None else "succeeded"
+        return "running" if self.executing else "pending"
+
+    def info(self) -> DurableRunInfo:
+        error = self.error
+        return DurableRunInfo(
+            run_id=self.spec.run_id,
+            status=self.status(),
+            thread_id=self.spec.thread_id,
+            agent_name=self.spec.agent_name,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            executor="journal",
+            error=None if error is None else f"{type(error).__name__}: {error}",
+            engine_status=self.status(),
+        )
 
 
 class JournalEngine:
     """A durability engine for tests, in memory: it records each run's steps in a journal, so a
     run can be "crashed" at any step (:meth:`crash_at`) and resumed (:meth:`recover`) by the
     same runtime or a new one built on the same storage, with the replay a real engine does.
+
+    It is a :class:`~pai.core.DurableRunAdmin` too: a run that crashed and awaits
+    :meth:`recover` is ``pending``, one executing ``running``; a cancelled run takes no further
+    step (its next one raises :class:`~pai.core.DurabilityError`) and :meth:`recover` skips it
+    until :meth:`resume_run` makes it ``pending`` again.
 
     Like DBOS, it checks on replay that the run takes the same step at each position, and
     (stricter than DBOS, like Temporal) that every step's result is JSON. It does not survive
@@ -75,8 +115,52 @@ class JournalEngine:
         self._crash = (step, when)
 
     def pending(self) -> list[str]:
-        """The ids of runs that started and did not finish (crashed)."""
-        return [run_id for run_id, journal in self.journals.items() if not journal.done]
+        """The ids of runs that started and did not finish (crashed), and are not cancelled."""
+        return [
+            run_id
+            for run_id, journal in self.journals.items()
+            if not journal.done and not journal.cancelled
+        ]
+
+    # -- DurableRunAdmin ----------------------------------------------------------------------
+
+    async def list_runs(
+        self, *, status: str | None = None, limit: int = 100
+    ) -> Sequence[DurableRunInfo]:
+        """The journal's runs, newest first (at most ``limit``), of ``status`` when given."""
+        wanted = check_run_status(status)
+        runs = [journal.info() for journal in reversed(self.journals.values())]
+        return [run for run in runs if wanted is None or run.status == wanted][: max(limit, 0)]
+
+    async def cancel_run(self, run_id: str) -> None:
+        """Cancel a run: its next step raises, and :meth:`recover` skips it."""
+        journal = self._journal(run_id)
+        if journal.done and not journal.cancelled:
+            raise DurabilityError(
+                f"durable run {run_id!r} already {journal.status()}; there is nothing to cancel"
+            )
+        journal.cancelled = True
+        journal.updated_at = datetime.now(UTC)
+
+    async def resume_run(self, run_id: str) -> None:
+        """Make a cancelled run pending again: :meth:`recover` resumes it."""
+        journal = self._journal(run_id)
+        if journal.done:
+            raise DurabilityError(
+                f"durable run {run_id!r} already {journal.status()}; only a run that did not "
+                "finish can be resumed"
+            )
+        journal.cancelled = False
+        journal.updated_at = datetime.now(UTC)
+
+    async def aclose_admin(self) -> None:
+        """Nothing to close: the journal is in memory."""
+
+    def _journal(self, run_id: str) -> _Journal:
+        journal = self.journals.get(run_id)
+        if journal is None:
+            raise UnknownDurableRunError(run_id, "the journal engine")
+        return journal
 
     async def run(self, spec: RunSpec) -> Json:
         journal = self.journals.get(spec.run_id)
@@ -99,7 +183,12 @@ class JournalEngine:
         host = self._host
         if host is None:
             raise DurabilityError("JournalEngine.run() before start(): enter the runtime first")
+        if journal.cancelled:
+            raise DurabilityError(
+                f"durable run {journal.spec.run_id!r} was cancelled; resume it first"
+            )
         steps = _JournalSteps(self, journal)
+        journal.executing = True
         try:
             outcome = await host.execute(journal.spec, steps)
         except SimulatedCrash:
@@ -108,13 +197,23 @@ class JournalEngine:
             crash = group.subgroup(SimulatedCrash)
             if crash is not None:
                 raise _first(crash) from None
-            journal.error, journal.done = group, True
+            self._finish(journal, error=group)
             raise
         except Exception as error:
-            journal.error, journal.done = error, True
+            self._finish(journal, error=error)
             raise
-        journal.outcome, journal.done = outcome, True
+        finally:
+            journal.executing = False
+        self._finish(journal, outcome=outcome)
         return outcome
+
+    def _finish(
+        self, journal: _Journal, *, outcome: Json = None, error: BaseException | None = None
+    ) -> None:
+        if journal.cancelled:
+            return  # a cancelled run stays cancelled, as in DBOS
+        journal.outcome, journal.error, journal.done = outcome, error, True
+        journal.updated_at = datetime.now(UTC)
 
     def _maybe_crash(self, name: str, when: str) -> None:
         if self._crash == (name, when):
@@ -172,6 +271,10 @@ class _JournalSteps:
         recorded = self._journal.results
         if position in recorded:
             return json.loads(json.dumps(recorded[position]))
+        if self._journal.cancelled:
+            raise DurabilityError(
+                f"durable run {self._journal.spec.run_id!r} was cancelled before step {name!r}"
+            )
         engine = self._engine
         engine._maybe_crash(name, "before")  # pyright: ignore[reportPrivateUsage]
         value = await fn()
@@ -185,6 +288,7 @@ class _JournalSteps:
         engine.executed.append((self._journal.spec.run_id, name))
         engine._maybe_crash(name, "after")  # pyright: ignore[reportPrivateUsage]
         recorded[position] = json.loads(text)
+        self._journal.updated_at = datetime.now(UTC)
         return json.loads(text)
 
 
