@@ -22,15 +22,27 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Final
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio.to_thread
 from pydantic import ValidationError
 
-from pai.core import ConfigError, DurabilityError, DurableHost, RunSpec
+from pai.core import (
+    ConfigError,
+    DurabilityError,
+    DurableHost,
+    DurableRunInfo,
+    DurableRunStatus,
+    RunSpec,
+    UnknownDurableRunError,
+)
 from pai.durable_dbos._errors import DbosEngineError
 from pai.durable_dbos._executor import ExecutorLock
 from pai.durable_dbos._options import DbosOptions, mask_url
@@ -44,9 +56,11 @@ from pai.durable_dbos._workflow import (
 )
 
 if TYPE_CHECKING:
-    from dbos import StepReservation, WorkflowHandleAsync
+    from dbos import DBOSClient, StepReservation, WorkflowHandleAsync, WorkflowStatus
 
-__all__ = ["DbosEngine"]
+__all__ = ["STATUSES", "DbosEngine"]
+
+_T = TypeVar("_T")
 
 _log = logging.getLogger("pai.durable_dbos")
 
@@ -59,6 +73,24 @@ _LISTENER_INTERVAL: Final = 0.1
 
 _STANDBY_POLL: Final = 0.05
 """Seconds between a standby's attempts to take its executor id."""
+
+STATUSES: Final[Mapping[str, DurableRunStatus]] = {
+    "ENQUEUED": "pending",
+    "DELAYED": "pending",
+    "PENDING": "running",
+    "SUCCESS": "succeeded",
+    "ERROR": "failed",
+    "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed",
+    "CANCELLED": "cancelled",
+}
+"""DBOS's workflow statuses as PAI's run statuses. ``ENQUEUED`` (a resumed run, waiting for a
+DBOS process's queue to take it) and ``DELAYED`` are pending. ``PENDING`` is DBOS's word for a
+run that started and did not finish, whether its process is alive or died (DBOS records no
+liveness): running. ``MAX_RECOVERY_ATTEMPTS_EXCEEDED`` (DBOS gave up resuming it) is failed,
+and can still be resumed."""
+
+_FINISHED: Final = ("SUCCESS", "ERROR")
+"""The statuses DBOS neither cancels nor resumes (it leaves such a run as it is)."""
 
 _active: DbosEngine | None = None
 """The engine DBOS serves in this process (DBOS is one per process)."""
@@ -106,6 +138,7 @@ class DbosEngine:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._owns_dbos = False
+        self._client: DBOSClient | None = None
 
     @property
     def name(self) -> str:
@@ -311,6 +344,178 @@ class DbosEngine:
         finally:
             if task is not None:
                 self._tasks.discard(task)
+
+    # -- administering recorded runs (pai.core.DurableRunAdmin) -----------------------------------
+
+    async def list_runs(
+        self, *, status: str | None = None, limit: int = 100
+    ) -> Sequence[DurableRunInfo]:
+        """PAI's runs recorded in the system database, newest first (see :data:`STATUSES` for
+        how DBOS's statuses read). Reads through a ``DBOSClient``: works without :meth:`start`,
+        and resumes nothing. A SQLite file that does not exist holds no runs (and is not
+        created)."""
+        known = dict.fromkeys(STATUSES.values())
+        if status is not None and status not in known:
+            raise DurabilityError(
+                f"unknown durable run status {status!r}; one of {', '.join(known)}"
+            )
+        client = await self._admin_client()
+        if client is None:
+            return []
+        wanted = None if status is None else [k for k, v in STATUSES.items() if v == status]
+        rows = await self._admin_call(
+            partial(
+                client.list_workflows,
+                name=WORKFLOW_NAME,
+                status=wanted,
+                limit=max(limit, 1),
+                sort_desc=True,
+            )
+        )
+        return [_run_info(row) for row in rows][: max(limit, 0)]
+
+    async def cancel_run(self, run_id: str) -> None:
+        """Cancel the run: DBOS marks it ``CANCELLED`` and takes it off its queue; a process
+        running it stops at its next step, and no start resumes it (until :meth:`resume_run`).
+        A finished run raises :class:`~pai.core.DurabilityError` (DBOS would leave it as is);
+        a cancelled one is left cancelled."""
+        client, found = await self._find(run_id)
+        if found.status in _FINISHED:
+            raise DurabilityError(
+                f"durable run {run_id!r} already {STATUSES[found.status]}; there is nothing to "
+                "cancel"
+            )
+        await self._admin_call(partial(client.cancel_workflow, run_id))
+
+    async def resume_run(self, run_id: str) -> None:
+        """Resume the run (cancelled, given up on, or stuck): DBOS marks it ``ENQUEUED`` on its
+        internal queue with its recovery attempts reset, and the next DBOS process of this
+        application version to poll that queue (a running one at once, else the next to start,
+        whatever its executor id) runs it from its last recorded step. Resuming a run a live
+        process is still executing starts a second execution of it: resume only runs that are
+        cancelled or whose process is gone. A finished run raises
+        :class:`~pai.core.DurabilityError` (DBOS resumes neither a succeeded nor a failed run)."""
+        client, found = await self._find(run_id)
+        if found.status in _FINISHED:
+            raise DurabilityError(
+                f"durable run {run_id!r} already {STATUSES[found.status]}; DBOS resumes only a "
+                "run that did not finish"
+            )
+        await self._admin_call(partial(client.resume_workflow, run_id))
+
+    async def aclose_admin(self) -> None:
+        """Close the admin connection the methods above opened."""
+        client, self._client = self._client, None
+        if client is not None:
+            await anyio.to_thread.run_sync(client.destroy)
+
+    async def _find(self, run_id: str) -> tuple[DBOSClient, WorkflowStatus]:
+        client = await self._admin_client()
+        rows: list[WorkflowStatus] = (
+            []
+            if client is None
+            else await self._admin_call(
+                partial(
+                    client.list_workflows,
+                    workflow_ids=[run_id],
+                    name=WORKFLOW_NAME,
+                    load_input=False,
+                    load_output=False,
+                )
+            )
+        )
+        if client is None or not rows:
+            raise UnknownDurableRunError(
+                run_id, f"the DBOS system database {self.options.display_url}"
+            )
+        return client, rows[0]
+
+    async def _admin_client(self) -> DBOSClient | None:
+        """The client of the system database (made on first use), or ``None`` when it is a
+        SQLite file that does not exist."""
+        if self._client is not None:
+            return self._client
+        options = self.options
+        if options.is_sqlite and not _sqlite_file(options.system_database_url).exists():
+            return None
+
+        def connect() -> DBOSClient:
+            from dbos import DBOSClient
+
+            # An unreachable database is an error, not a wait: a command must not hang.
+            if options.is_sqlite:
+                return DBOSClient(
+                    system_database_url=options.system_database_url,
+                    retry_connection_errors=False,
+                )
+            return DBOSClient(
+                system_database_url=options.system_database_url,
+                dbos_system_schema=options.system_schema,
+                retry_connection_errors=False,
+            )
+
+        self._client = await self._admin_call(connect)
+        return self._client
+
+    async def _admin_call(self, call: Callable[[], _T]) -> _T:
+        """``call`` (a blocking DBOS call) off the event loop; a failure of DBOS's (not an
+        unknown run) as a :class:`DbosEngineError` with the URL masked."""
+        try:
+            return await anyio.to_thread.run_sync(call)
+        except DurabilityError:
+            raise
+        except Exception as error:
+            text = mask_url(" ".join(str(error).split())) or type(error).__name__
+            raise DbosEngineError(
+                f"could not read or change PAI's runs in the DBOS system database "
+                f"{self.options.display_url}: {type(error).__name__}: {text}; check that it is "
+                "reachable and that a DbosEngine has started on it once (which creates DBOS's "
+                "tables)"
+            ) from None
+
+
+def _sqlite_file(url: str) -> Path:
+    rest = url.split("://", 1)[1]
+    return Path(rest[1:].split("?", 1)[0])
+
+
+def _time(ms: object) -> datetime | None:
+    if isinstance(ms, int | float) and not isinstance(ms, bool):
+        return datetime.fromtimestamp(ms / 1000, UTC)
+    return None
+
+
+def _run_info(row: WorkflowStatus) -> DurableRunInfo:
+    """A DBOS workflow of PAI's as a run: its thread and agent read from the recorded input (the
+    JSON text of ``RunSpec.to_json()``), left ``None`` when it is not one."""
+    thread_id = agent_name = None
+    inputs: Any = row.input
+    try:
+        spec = json.loads(inputs["args"][0])
+        if isinstance(spec, dict):
+            fields: dict[str, Any] = spec  # pyright: ignore[reportUnknownVariableType]
+            thread, agent = fields.get("thread_id"), fields.get("agent_name")
+            thread_id = thread if isinstance(thread, str) else None
+            agent_name = agent if isinstance(agent, str) else None
+    except (TypeError, KeyError, IndexError, ValueError):
+        pass
+    error: object = row.error
+    text = None
+    if isinstance(error, BaseException):
+        text = f"{type(error).__name__}: {error}"
+    elif error is not None:
+        text = str(error)
+    return DurableRunInfo(
+        run_id=row.workflow_id,
+        status=STATUSES.get(str(row.status), "running"),
+        thread_id=thread_id,
+        agent_name=agent_name,
+        created_at=_time(row.created_at),
+        updated_at=_time(row.updated_at),
+        executor=row.executor_id,
+        error=text,
+        engine_status=str(row.status),
+    )
 
 
 # -- DBOS, behind the few calls PAI makes ------------------------------------------------------
