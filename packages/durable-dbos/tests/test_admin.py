@@ -163,6 +163,54 @@ async def test_cancel_keeps_a_run_from_resuming_and_resume_hands_it_to_the_next_
 
 
 @pytest.mark.anyio
+async def test_cancelling_a_live_run_stops_it_after_the_step_it_is_in(tmp_path: Path) -> None:
+    """The step running when the run is cancelled finishes; the run takes no further step (the
+    thread gets no more appends) and its caller gets a DurabilityError saying so."""
+    gate = Gate()
+    storage = SqliteStorage(tmp_path / "threads.sqlite")
+    async with gated_runtime(storage, engine_at(tmp_path), gate) as runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        sending = asyncio.ensure_future(thread.send("go"))
+        await asyncio.wait_for(gate.reached_c.wait(), 30)
+        [run] = await admin_runs(tmp_path)
+        admin = engine_at(tmp_path)
+        try:
+            await admin.cancel_run(run.run_id)
+        finally:
+            await admin.aclose_admin()
+        gate.release.set()
+        with pytest.raises(DurabilityError, match=r"was cancelled \(pai runs cancel\)"):
+            await asyncio.wait_for(sending, 30)
+        messages = await storage.get_messages("t")
+    assert gate.finished == ["b", "a", "c"]
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "tool"]
+    assert (await status_of(tmp_path, run.run_id)).status == "cancelled"
+
+
+@pytest.mark.anyio
+async def test_a_resumed_run_is_taken_by_a_process_of_another_executor_id(tmp_path: Path) -> None:
+    run_id = await interrupted_run(tmp_path)
+    admin = engine_at(tmp_path)
+    try:
+        await admin.resume_run(run_id)
+    finally:
+        await admin.aclose_admin()
+    gate = Gate()
+    gate.release.set()
+    other = DbosEngine(
+        system_database_url=f"sqlite:///{tmp_path / 'dbos.sqlite'}",
+        executor_id="pai:other",
+        recovery_interval=0.1,
+    )
+    async with gated_runtime(SqliteStorage(tmp_path / "threads.sqlite"), other, gate):
+        with anyio.fail_after(30):
+            while (await status_of(tmp_path, run_id)).status != "succeeded":  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+    assert gate.ran == ["c"]
+    assert (await status_of(tmp_path, run_id)).executor == "pai:other"
+
+
+@pytest.mark.anyio
 async def test_an_unknown_run_is_named(tmp_path: Path) -> None:
     admin = engine_at(tmp_path)
     try:

@@ -325,7 +325,17 @@ class DbosEngine:
         else:
             # Attach (a run resumed by DBOS, or started elsewhere): poll for its outcome.
             handle = await DBOS.retrieve_workflow_async(run_id, existing_workflow=False)
-        return await handle.get_result(polling_interval_sec=self.options.recovery_interval)
+        try:
+            return await handle.get_result(polling_interval_sec=self.options.recovery_interval)
+        except Exception:
+            status = await DBOS.get_workflow_status_async(run_id)
+            if status is not None and status.status == "CANCELLED":
+                # DBOS raises its own DBOSAwaitedWorkflowCancelledError (not public) here.
+                raise DurabilityError(
+                    f"durable run {run_id!r} was cancelled (pai runs cancel) and took no further "
+                    f"step; `pai runs resume {run_id}` resumes it from its last recorded step"
+                ) from None
+            raise
 
     async def _serve(self, text: str) -> str:
         """The workflow's body in this process (fresh or resumed)."""
