@@ -8,8 +8,10 @@ import pytest
 from pydantic import ValidationError
 
 from pai.core import AcquireInput
+from pai.core.testing import durable_call
 from pai.sandbox import (
     RESERVED,
+    Sandbox,
     SandboxInputError,
     SandboxNotDurableError,
     SandboxSettings,
@@ -17,8 +19,7 @@ from pai.sandbox import (
     create_sandbox_session_manager,
     sandbox_capability,
 )
-from pai.sandbox._settings import facade_limits
-from pai.sandbox.testing import RecordingProvider, durable_call
+from pai.sandbox.testing import RecordingProvider
 from pai.sandbox_inmemory import InMemorySandboxProvider
 
 pytestmark = pytest.mark.anyio
@@ -43,6 +44,7 @@ async def test_at_least_once_runs_the_command_again_on_replay(
 ) -> None:
     binding = sandbox_capability(provider=provider, durable_commands="at-least-once")
     box = binding.acquire(AcquireInput("k", "sandbox", "thread", "t", None, "acme", None, None))
+    assert isinstance(box, Sandbox)
     for _ in range(2):
         with durable_call("run/1/0"):
             result = await box.run_command("echo line >> log.txt; echo ok")
@@ -64,7 +66,7 @@ async def test_outside_durable_runs_a_command_is_one_call_to_the_provider(
 
 def test_the_option_is_read_from_the_settings_and_checked() -> None:
     settings = SandboxSettings.model_validate({"durable_commands": "at-least-once"})
-    assert facade_limits(settings)["durable_commands"] == "at-least-once"
+    assert settings.durable_commands == "at-least-once"
     assert SandboxSettings().durable_commands == "exactly-once"
     with pytest.raises(ValidationError, match="durable_commands"):
         SandboxSettings.model_validate({"durable_commands": "twice"})

@@ -12,8 +12,14 @@ import pytest
 from pydantic import BaseModel
 
 from pai.core import InMemoryStorage, ToolContext, create_agent_runtime, define_agent, define_tool
-from pai.core._durability import DURABLE_CALL, DurableCall, tool_step
-from pai.core.testing import FunctionModel, JournalEngine, SimulatedCrash, text, tool_call
+from pai.core.testing import (
+    FunctionModel,
+    JournalEngine,
+    SimulatedCrash,
+    durable_call,
+    text,
+    tool_call,
+)
 from pai.sandbox import (
     create_sandbox,
     create_sandbox_session_manager,
@@ -66,7 +72,7 @@ async def test_a_crash_around_a_tool_step_appends_the_line_once(
     state_dir: Path, when: Literal["before", "after"]
 ) -> None:
     engine, storage = JournalEngine(), InMemoryStorage()
-    engine.crash_at(tool_step(1, 0, "append"), when=when)
+    engine.crash_at("pai.tool/1/0/append", when=when)
     async with build(engine, storage, state_dir) as runtime:
         thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
         with pytest.raises(SimulatedCrash):
@@ -101,20 +107,14 @@ async def test_the_cost_of_a_durable_command(state_dir: Path) -> None:
 
         started = time.perf_counter()
         for i in range(rounds):
-            token = DURABLE_CALL.set(DurableCall(f"cost/1/{i}"))
-            try:
+            with durable_call(f"cost/1/{i}"):
                 await facade.run_command("echo hi")
-            finally:
-                DURABLE_CALL.reset(token)
         durable = (time.perf_counter() - started) / rounds
 
         started = time.perf_counter()
         for i in range(rounds):
-            token = DURABLE_CALL.set(DurableCall(f"cost/1/{i}"))
-            try:
+            with durable_call(f"cost/1/{i}"):
                 await facade.run_command("echo hi")
-            finally:
-                DURABLE_CALL.reset(token)
         replayed = (time.perf_counter() - started) / rounds
         print(
             f"\nplain {plain * 1000:.2f} ms, durable {durable * 1000:.2f} ms "

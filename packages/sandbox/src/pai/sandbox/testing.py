@@ -37,7 +37,7 @@ import struct
 import time
 import tracemalloc
 import uuid
-from collections.abc import AsyncIterator, Generator, Iterable
+from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from pai.core._durability import DURABLE_CALL, DurableCall
+from pai.core.testing import durable_call
 from pai.sandbox._errors import (
     SandboxDirectoryNotEmptyError,
     SandboxError,
@@ -152,18 +152,6 @@ def _needs_receipts(provider: SandboxProvider) -> None:
             f"provider {provider.name!r} keeps no receipts of commands (features.durable is "
             "False): durable runs refuse its commands unless durable_commands='at-least-once'"
         )
-
-
-@contextlib.contextmanager
-def durable_call(call_id: str) -> Generator[DurableCall]:
-    """Run the block as the tool call ``call_id`` of a durable run (a fresh
-    :class:`~pai.core.DurableCall`, as a replay of the call would have)."""
-    call = DurableCall(call_id)
-    token = DURABLE_CALL.set(call)
-    try:
-        yield call
-    finally:
-        DURABLE_CALL.reset(token)
 
 
 def _needs_processes(provider: SandboxProvider, why: str) -> None:

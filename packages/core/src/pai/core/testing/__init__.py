@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pai.core.testing._durable import JournalEngine as JournalEngine
 from pai.core.testing._durable import SimulatedCrash as SimulatedCrash
+from pai.core.testing._durable import durable_call as durable_call
 from pai.core.testing._models import FunctionModel as FunctionModel
 from pai.core.testing._models import ScriptedModel as ScriptedModel
 from pai.core.testing._models import ScriptedStream as ScriptedStream
@@ -71,6 +72,7 @@ __all__ = [
     "ToolRunResult",
     "chunks",
     "create_test_runtime",
+    "durable_call",
     "events",
     "run_tool",
     "text",

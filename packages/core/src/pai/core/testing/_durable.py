@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -11,6 +12,8 @@ from typing import Literal
 import anyio
 
 from pai.core._durability import (
+    DURABLE_CALL,
+    DurableCall,
     DurableHost,
     DurableRunInfo,
     DurableRunStatus,
@@ -21,6 +24,25 @@ from pai.core._durability import (
     check_run_status,
 )
 from pai.core._errors import DurabilityError, DurableReplayError
+
+
+@contextmanager
+def durable_call(call_id: str) -> Generator[DurableCall]:
+    """Run the block as the tool call ``call_id`` of a durable run: what
+    :func:`~pai.core.current_durable_call` returns there (a fresh :class:`~pai.core.DurableCall`,
+    as a replay of the call has). For testing a capability's effects without a runtime.
+
+    Example::
+
+        with durable_call("run/1/0"):
+            await sandbox.run_command("echo once >> log")   # keyed: run/1/0/sandbox.command/0
+    """
+    call = DurableCall(call_id)
+    token = DURABLE_CALL.set(call)
+    try:
+        yield call
+    finally:
+        DURABLE_CALL.reset(token)
 
 
 class SimulatedCrash(BaseException):
@@ -292,4 +314,4 @@ class _JournalSteps:
         return json.loads(text)
 
 
-__all__ = ["JournalEngine", "SimulatedCrash"]
+__all__ = ["JournalEngine", "SimulatedCrash", "durable_call"]
