@@ -63,8 +63,8 @@ from pai.core._errors import (
     StepLimitExceededError,
     ThreadNotFoundError,
 )
-from pai.core._execution import pending_calls, tool_output_text
-from pai.core._loop import AgentLoop, Emit, Offered, Run, over_the_cap
+from pai.core._execution import pending_calls
+from pai.core._loop import AgentLoop, Emit, Offered, Run, answers, over_the_cap
 from pai.core._messages import (
     AssistantMessage,
     Message,
@@ -307,7 +307,10 @@ class DurableRuns:
         if spec.kind == "send":
             staged = list(spec.staged)
         else:
-            staged = _answers(thread, pending_calls(history), spec.results)
+            staged = [
+                message_adapter.dump_python(m, mode="json")
+                for m in answers(thread, pending_calls(history), spec.results)
+            ]
         return {"visible": len(history), "stored": stored, "staged": staged}
 
     async def _model(self, run: Run, offered: Offered, step: int) -> Json:
@@ -412,31 +415,6 @@ class DurableRuns:
             f"{position} it holds other messages than the ones the run appended there (was it "
             "written outside PAI while the run was down?); the run cannot go on (cancel it)"
         )
-
-
-def _answers(
-    thread: ThreadRecord, pending: Sequence[ToolCall], results: Mapping[str, Json]
-) -> list[Json]:
-    by_id = {call.id: call for call in pending}
-    unknown = sorted(results.keys() - by_id.keys())
-    missing = sorted(by_id.keys() - results.keys())
-    if unknown or missing:
-        raise DefinitionError(
-            f"submit_tool_results for thread {thread.id!r} must answer exactly the pending "
-            f"tool calls {sorted(by_id)}; unknown: {unknown}, missing: {missing}"
-        )
-    return [
-        message_adapter.dump_python(
-            ToolResultMessage(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                content=tool_output_text(results[call.id]),
-                output=results[call.id],
-            ),
-            mode="json",
-        )
-        for call in pending
-    ]
 
 
 def _identity_error(identity: object) -> DurabilityError:

@@ -232,24 +232,7 @@ class AgentLoop:
     ) -> RunResult:
         agent = self._agents[thread.agent_name]
         history = await self._threads.history.read(self._storage, thread)
-        pending = pending_calls(history)
-        by_id = {call.id: call for call in pending}
-        unknown = sorted(results.keys() - by_id.keys())
-        missing = sorted(by_id.keys() - results.keys())
-        if unknown or missing:
-            raise DefinitionError(
-                f"submit_tool_results for thread {thread.id!r} must answer exactly the "
-                f"pending tool calls {sorted(by_id)}; unknown: {unknown}, missing: {missing}"
-            )
-        staged: list[Message] = [
-            ToolResultMessage(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                content=tool_output_text(results[call.id]),
-                output=pydantic_core.to_jsonable_python(results[call.id]),
-            )
-            for call in pending
-        ]
+        staged: list[Message] = list(answers(thread, pending_calls(history), results))
         return await self.run(agent, thread, caller, staged, lease=lease)
 
     async def run_command(
@@ -703,6 +686,30 @@ async def _streamed(
         return await collect_response(events, on_event=emit)
     finally:
         await aclose_if_closable(events)
+
+
+def answers(
+    thread: ThreadRecord, pending: Sequence[ToolCall], results: Mapping[str, object]
+) -> list[ToolResultMessage]:
+    """The result messages that ``results`` (by call id) give the thread's ``pending`` tool calls,
+    in their order; a :class:`DefinitionError` unless they answer exactly those calls."""
+    by_id = {call.id: call for call in pending}
+    unknown = sorted(results.keys() - by_id.keys())
+    missing = sorted(by_id.keys() - results.keys())
+    if unknown or missing:
+        raise DefinitionError(
+            f"submit_tool_results for thread {thread.id!r} must answer exactly the "
+            f"pending tool calls {sorted(by_id)}; unknown: {unknown}, missing: {missing}"
+        )
+    return [
+        ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=tool_output_text(results[call.id]),
+            output=pydantic_core.to_jsonable_python(results[call.id]),
+        )
+        for call in pending
+    ]
 
 
 def over_the_cap(agent: Agent, call: ToolCall, made: int) -> ToolResultMessage:
