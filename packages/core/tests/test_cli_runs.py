@@ -69,15 +69,12 @@ class Host:
     """Runs two steps, ``a`` then ``b``; a thread id of ``fail`` fails in ``b``."""
 
     async def execute(self, spec: RunSpec, steps: Steps) -> Any:
-        async def a() -> Any:
-            return "a"
+        return [await steps.step("a"), await steps.step("b")]
 
-        async def b() -> Any:
-            if spec.thread_id == "fail":
-                raise ValueError("boom at b")
-            return "b"
-
-        return [await steps.step("a", a), await steps.step("b", b)]
+    async def perform(self, spec: RunSpec, name: str, payload: Any) -> Any:
+        if name == "b" and spec.thread_id == "fail":
+            raise ValueError("boom at b")
+        return name
 
 
 def spec(run_id: str, thread_id: str) -> RunSpec:

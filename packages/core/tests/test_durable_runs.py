@@ -29,6 +29,7 @@ from pai.core import (
 )
 from pai.core._durability import (
     append_step,
+    end_step,
     history_step,
     instructions_step,
     model_step,
@@ -126,6 +127,7 @@ STEPS = [
     append_step(2),
     model_step(3),
     append_step(3),
+    end_step(),
 ]
 
 
@@ -151,6 +153,7 @@ async def test_step_names_are_pinned() -> None:
         "pai.append/2",
         "pai.model/3",
         "pai.append/3",
+        "pai.end",
     ]
     world, engine, storage = World(), JournalEngine(), InMemoryStorage()
     async with build(world, engine, storage) as runtime:
@@ -237,7 +240,10 @@ async def test_a_finished_run_is_not_run_again() -> None:
     assert sum(world.bodies.values()) == 3
 
 
-async def test_a_predicate_answering_otherwise_on_replay_is_named() -> None:
+async def test_a_predicate_is_recorded_with_its_model_step() -> None:
+    """Predicates run inside the model step: what they answered the first time is what the
+    replay offers, whatever they would answer now."""
+    _, expected, _ = await uncrashed()
     world, engine, storage = World(), JournalEngine(), InMemoryStorage()
     engine.crash_at(tool_step(1, 0, "append"))
     async with build(world, engine, storage) as runtime:
@@ -246,12 +252,30 @@ async def test_a_predicate_answering_otherwise_on_replay_is_named() -> None:
             await thread.send("go")
     world.offer_note = False  # the predicate reads live state: not the same on replay
     async with build(world, engine, storage):
+        [again] = await engine.recover()
+    assert again["status"] == "completed"
+    [journal] = engine.journals.values()
+    recorded = journal.results[journal.names.index(model_step(1))]
+    assert "note" in recorded["offered"]
+    assert dumped(await storage.get_messages("t")) == expected
+
+
+async def test_a_step_asked_with_another_payload_on_replay_is_named() -> None:
+    world, engine, storage = World(), JournalEngine(), InMemoryStorage()
+    engine.crash_at(model_step(2))
+    async with build(world, engine, storage) as runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        with pytest.raises(SimulatedCrash):
+            await thread.send("go")
+    [journal] = engine.journals.values()
+    at = journal.names.index(append_step(1))
+    journal.payloads[at] = journal.payloads[at].replace('"position": 0', '"position": 7')
+    async with build(world, engine, storage):
         with pytest.raises(DurableReplayError) as caught:
             await engine.recover()
     message = str(caught.value)
-    assert "enabled predicate of tool 'note'" in message
-    assert "step 1" in message
-    assert "agent 'main'" in message
+    assert "'pai.append/1'" in message
+    assert "not deterministic" in message
 
 
 async def test_a_changed_step_sequence_is_refused_on_replay() -> None:

@@ -46,6 +46,7 @@ STEPS = [
     "pai.append/2",
     "pai.model/3",
     "pai.append/3",
+    "pai.end",
 ]
 
 
@@ -245,13 +246,18 @@ async def test_an_interrupted_run_resumes_at_the_next_start_on_the_runtime_loop(
 
 
 class Probe:
-    """A host that runs what a test gives it through the engine's steps."""
+    """A host whose workflow code is ``body(steps)`` and whose steps' work is ``work(name,
+    payload)``."""
 
-    def __init__(self, body: Any) -> None:
+    def __init__(self, body: Any, work: Any = None) -> None:
         self.body = body
+        self.work = work
 
     async def execute(self, spec: RunSpec, steps: Steps) -> Any:
         return await self.body(steps)
+
+    async def perform(self, spec: RunSpec, name: str, payload: Any) -> Any:
+        return await self.work(name, payload)
 
 
 def spec(run_id: str = "r1", **fields: Any) -> RunSpec:
@@ -268,35 +274,40 @@ def spec(run_id: str = "r1", **fields: Any) -> RunSpec:
 
 async def test_what_is_not_json_is_named(tmp_path: Path) -> None:
     async def not_json_step(steps: Steps) -> Any:
-        async def body() -> Any:
-            return {"when": object()}
+        return await steps.step("pai.model/1", {"n": 1})
 
-        return await steps.step("pai.model/1", body)
+    async def not_json_payload(steps: Steps) -> Any:
+        return await steps.step("pai.model/1", {"n": object()})
+
+    async def work(name: str, payload: Any) -> Any:
+        if name == "s":
+            return (1, "x")
+        return {"when": object()}
 
     engine = engine_at(tmp_path)
-    host: DurableHost = Probe(not_json_step)
+    host: DurableHost = Probe(not_json_step, work)
     await engine.start(host)
     try:
         with pytest.raises(DurabilityError, match=r"step 'pai.model/1' of durable run 'r1'.*JSON"):
             await engine.run(spec("r1"))
+        engine_host = engine._host
+        assert isinstance(engine_host, Probe)
+        engine_host.body = not_json_payload
+        with pytest.raises(DurabilityError, match=r"payload of step 'pai.model/1'.*not JSON"):
+            await engine.run(spec("r0"))
         with pytest.raises(DurabilityError, match=r"input of durable run 'r2'.*not JSON"):
             await engine.run(spec("r2", identity={1, 2}))
 
         async def not_json_result(steps: Steps) -> Any:
             return (x for x in ())
 
-        engine_host = engine._host
-        assert isinstance(engine_host, Probe)
         engine_host.body = not_json_result
         with pytest.raises(DurabilityError, match=r"durable run 'r3' returned generator"):
             await engine.run(spec("r3"))
         # A step's JSON comes back as JSON, the first time as on replay: a tuple is a list.
 
         async def tuple_step(steps: Steps) -> Any:
-            async def body() -> Any:
-                return (1, "x")
-
-            return await steps.step("s", body)
+            return await steps.step("s")
 
         engine_host.body = tuple_step
         assert await engine.run(spec("r4")) == [1, "x"]
@@ -316,20 +327,19 @@ async def test_a_run_error_reaches_the_caller_and_attaching_raises_it_again(
     calls: list[str] = []
 
     async def failing(steps: Steps) -> Any:
-        async def body() -> Any:
-            calls.append("body")
-            raise LookupError("no such thing")
-
-        return await steps.step("s", body)
+        return await steps.step("fail")
 
     async def unpicklable(steps: Steps) -> Any:
-        async def body() -> Any:
-            raise Unpicklable("bad input", code=3)
+        return await steps.step("unpicklable")
 
-        return await steps.step("s", body)
+    async def work(name: str, payload: Any) -> Any:
+        if name == "fail":
+            calls.append("body")
+            raise LookupError("no such thing")
+        raise Unpicklable("bad input", code=3)
 
     engine = engine_at(tmp_path)
-    probe = Probe(failing)
+    probe = Probe(failing, work)
     await engine.start(probe)
     try:
         with pytest.raises(LookupError, match="no such thing"):

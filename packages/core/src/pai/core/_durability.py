@@ -5,9 +5,21 @@ that touches the world (the model, a tool call, an append to the thread, an app 
 answer the run must keep) is a named *step* the engine records. When the process running it
 dies, the engine runs the workflow again, in this process after a restart or in another one;
 each recorded step returns what it returned the first time, and only the steps that never
-finished run. The runtime side is :class:`DurableHost` (PAI's orchestrator, which does I/O only
-through :class:`Steps`); an engine adapter (``pai-durable-dbos``, ``pai-durable-temporal``)
-implements :class:`DurabilityEngine` and :class:`Steps`.
+finished run.
+
+The runtime side is :class:`DurableHost`, in two halves an engine calls apart:
+
+- :meth:`DurableHost.execute` is the workflow's code. It is deterministic and does no I/O: it
+  reads only the spec, the agent's definition and what its steps returned, and asks for each
+  step by name and a JSON payload through :class:`Steps`. An engine that replays workflow code
+  in a sandbox of its own (Temporal) can run it there.
+- :meth:`DurableHost.perform` is a step's work, where the I/O happens: given the spec, the
+  step's name and its payload, it needs nothing else, so any process whose runtime has the same
+  agents can perform any step (an engine that sends steps to other workers as activities).
+
+An engine adapter (``pai-durable-dbos``, ``pai-durable-temporal``) implements
+:class:`DurabilityEngine` and :class:`Steps`, whose ``step(name, payload)`` is "record
+``host.perform(spec, name, payload)`` under ``name``".
 
 What crosses the seam is JSON (``dict``, ``list``, ``str``, numbers, booleans, ``None``), so an
 engine that stores JSON (Temporal) and one that pickles (DBOS) record the same thing.
@@ -19,7 +31,7 @@ are pinned by a test; change them only with a migration note.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, Protocol, TypeAlias, get_args, runtime_checkable
@@ -29,9 +41,6 @@ from pai.core._errors import DurabilityError
 Json: TypeAlias = Any
 """A JSON value: ``dict[str, Json]``, ``list[Json]``, ``str``, ``int``, ``float``, ``bool`` or
 ``None`` (``Any`` for the type checker: recursive aliases do not survive every engine's SDK)."""
-
-StepFn: TypeAlias = Callable[[], Awaitable[Json]]
-"""A step's body: no arguments (it closes over what it needs), a JSON result."""
 
 SPEC_VERSION: Final = 1
 """The :class:`RunSpec` layout. A spec of another version is refused with a clear error."""
@@ -98,6 +107,11 @@ def tool_step(step: int, index: int, tool: str) -> str:
 def append_step(step: int) -> str:
     """Step ``step``'s messages appended to the thread (idempotent: done once)."""
     return f"pai.append/{step}"
+
+
+def end_step() -> str:
+    """The run ended (however it ended): its hold on the thread is given back."""
+    return "pai.end"
 
 
 def error_step(source: str) -> str:
@@ -206,32 +220,41 @@ class RunSpec:
 
 @runtime_checkable
 class Steps(Protocol):
-    """The only I/O a durable run does: each call is a step the engine records by ``name``.
+    """The only I/O a durable run's workflow code does: each call is a step the engine records by
+    ``name``, its work done by :meth:`DurableHost.perform` on ``payload``.
 
-    A step runs at least once: when the process dies after its body finished but before the
-    engine recorded it, the body runs again on replay. Bodies take no arguments and return JSON.
+    A step runs at least once: when the process dies after its work finished but before the
+    engine recorded it, the work is done again on replay. Payloads and results are JSON.
     """
 
-    async def step(self, name: str, fn: StepFn) -> Json:
-        """Run ``fn`` as the step ``name`` (or return what it recorded), and record its result.
-        An exception the body raises is what the step raises; engines may record it too."""
+    async def step(self, name: str, payload: Json = None) -> Json:
+        """Have the host perform the step ``name`` on ``payload`` (or return what it recorded),
+        and record its result. An exception the work raises is what the step raises; engines
+        may record it too, and do not perform a failed step again."""
         ...
 
-    async def gather(self, calls: Sequence[tuple[str, StepFn]], *, limit: int) -> list[Json]:
-        """Run the steps ``calls`` (name and body each), at most ``limit`` at a time; their
-        results in the order given. A replay must see the same steps in the same order whatever
-        order they finished in the first time (an engine that numbers steps numbers them in the
-        order given, before any runs)."""
+    async def gather(self, calls: Sequence[tuple[str, Json]], *, limit: int) -> list[Json]:
+        """Perform the steps ``calls`` (name and payload each), at most ``limit`` at a time;
+        their results in the order given. A replay must see the same steps in the same order
+        whatever order they finished in the first time (an engine that numbers steps numbers
+        them in the order given, before any runs)."""
         ...
 
 
 @runtime_checkable
 class DurableHost(Protocol):
-    """The runtime side of the seam: runs a :class:`RunSpec` through :class:`Steps`."""
+    """The runtime side of the seam: a run's workflow code, and the work of its steps."""
 
     async def execute(self, spec: RunSpec, steps: Steps) -> Json:
-        """Run (or replay) the run ``spec``; its result as JSON (a :class:`~pai.core.RunResult`
-        as the host encodes it)."""
+        """Run (or replay) the run ``spec``: the workflow's code, deterministic, doing nothing
+        but through ``steps``. Its result as JSON (a :class:`~pai.core.RunResult` as the host
+        encodes it)."""
+        ...
+
+    async def perform(self, spec: RunSpec, name: str, payload: Json) -> Json:
+        """The work of the step ``name`` of run ``spec`` on ``payload``; its result as JSON.
+        Engines call it inside a recorded step (a DBOS step, a Temporal activity), in any
+        process whose runtime has the run's agent."""
         ...
 
 
@@ -389,7 +412,6 @@ __all__ = [
     "DurableRunStatus",
     "Json",
     "RunSpec",
-    "StepFn",
     "Steps",
     "UnknownDurableRunError",
     "append_step",
@@ -397,6 +419,7 @@ __all__ = [
     "check_run_status",
     "current_durable_call",
     "durable_call_id",
+    "end_step",
     "error_step",
     "history_step",
     "instructions_step",

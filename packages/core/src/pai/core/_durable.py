@@ -3,8 +3,14 @@
 :class:`DurableRuns` is the :class:`~pai.core._durability.DurableHost` of one runtime. ``send``
 and ``submit_tool_results`` hand a :class:`~pai.core._durability.RunSpec` to the engine, which
 calls :meth:`DurableRuns.execute` (at once, and again after a crash, in this process or
-another). ``execute`` mirrors :meth:`AgentLoop.run <pai.core._loop.AgentLoop.run>` phase by
-phase, reusing its methods, but every phase that touches the world goes through a step:
+another) and, for each step it has not recorded, :meth:`DurableRuns.perform`.
+
+``execute`` is the workflow's code. It mirrors :meth:`AgentLoop.run
+<pai.core._loop.AgentLoop.run>` phase by phase, but does no I/O and reads no clock: it decides
+from the spec, the agent's definition and what its steps returned, and asks for each step by
+name and a JSON payload. ``perform`` does a step's work with the loop's own methods, rebuilding
+what it needs (the thread, the caller, the runtime context, the history) from the spec and the
+payload, so any process with the same agents can perform any step:
 
 =========================  ===============================================================
 step                       records
@@ -15,25 +21,30 @@ step                       records
 ``pai.tool/{n}/{i}/{t}``   tool call ``i`` of step ``n`` (tool ``t``): its result message
 ``pai.append/{n}``         that step ``n`` was appended (done once: compared on replay)
 ``pai.error/step_limit``   the step-limit error recorded in the thread
+``pai.end``                that the run gave its thread back
 =========================  ===============================================================
 
-What runs outside steps runs again on every replay and must answer the same: ``enabled``
-predicates (the offered tools are recorded with the model step; a different answer raises
-:class:`~pai.core.DurableReplayError` naming the tool) and ``runtime_context`` (not recorded,
-since it may hold live objects: a database handle, a client).
+App functions run inside steps, so what they answered is recorded: instructions in their own
+step, ``enabled`` predicates in the model step (with the tools they let through). The
+``runtime_context`` is computed again in each process that performs a step of the run (once per
+run there) and not recorded, since it may hold live objects: a database handle, a client.
 
-The run holds its thread's run lease as ``durable:<run id>``, taken with ``reclaim=True``: the
-process resuming a run whose process died takes the thread at once, and the dead one's lease is
-fenced off.
+Each step that reads or writes the thread holds its run lease as ``durable:<run id>``, taken with
+``reclaim=True`` and kept when the step ends: the process performing the next step (this one or
+another, after a crash) takes it at once, a run of another holder waits as for any run, and
+``pai.end`` gives it back. A run whose engine pauses it longer than ``run_lease_ttl`` between
+steps lets its thread go meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import pydantic_core
 from pydantic import TypeAdapter
@@ -46,10 +57,10 @@ from pai.core._durability import (
     DurableCall,
     Json,
     RunSpec,
-    StepFn,
     Steps,
     append_step,
     durable_call_id,
+    end_step,
     error_step,
     history_step,
     instructions_step,
@@ -59,11 +70,11 @@ from pai.core._durability import (
 from pai.core._errors import (
     DefinitionError,
     DurabilityError,
-    DurableReplayError,
     StepLimitExceededError,
     ThreadNotFoundError,
 )
 from pai.core._execution import pending_calls
+from pai.core._lifecycle import HistorySnapshot
 from pai.core._loop import AgentLoop, Emit, Offered, Run, answers, over_the_cap
 from pai.core._messages import (
     AssistantMessage,
@@ -73,7 +84,7 @@ from pai.core._messages import (
     UserMessage,
     message_adapter,
 )
-from pai.core._model import ModelResponse, Usage
+from pai.core._model import NO_USAGE, ModelResponse, Usage
 from pai.core._run_events import RunFinished, ToolCallResult
 from pai.core._storage import RunLease, ThreadRecord
 
@@ -87,6 +98,10 @@ def _step_tool_name(name: str) -> str:
     """A tool name as it goes into a step name: the model chose it, so it is cut to 64
     characters of a safe alphabet (the step name is for reading; the position identifies)."""
     return _UNSAFE.sub("_", name[:64]) or "_"
+
+
+_NO_HISTORY: Final = HistorySnapshot([], 0)
+"""What a tool call's run reads of the history: nothing (tools see none)."""
 
 
 class DurableRuns:
@@ -110,6 +125,8 @@ class DurableRuns:
             None if identity_type is None else TypeAdapter(cast("Any", identity_type))
         )
         self._started = False
+        self._sessions: dict[str, _Session] = {}
+        """What this process knows of the runs it performs steps of, oldest first."""
         self._emits: dict[str, Emit] = {}
         """The live callers' event sinks of streamed runs started in this process, by run id (a
         run resumed after a crash streams to nobody)."""
@@ -195,10 +212,123 @@ class DurableRuns:
             return spec.identity
         return self._identity.validate_python(spec.identity)
 
-    # -- executing (the engine calls this, again after a crash) ---------------------------------
+    # -- the workflow's code (the engine runs it, again after a crash): no I/O ------------------
 
     async def execute(self, spec: RunSpec, steps: Steps) -> Json:
-        """Run (or replay) ``spec`` holding its thread's lease as ``durable:<run id>``."""
+        """Run (or replay) ``spec``: decide each step from what the earlier ones returned, and
+        end with ``pai.end`` (also when the run fails), which gives the thread back."""
+        agent = self._agent_of(spec)
+        try:
+            result = await self._drive(spec, steps, agent)
+        except Exception:
+            # The thread is given back on failure too; if even that fails (the run was
+            # cancelled), its lease expires after run_lease_ttl.
+            with contextlib.suppress(Exception):
+                await steps.step(end_step())
+            raise
+        await steps.step(end_step())
+        return result
+
+    async def _drive(self, spec: RunSpec, steps: Steps, agent: Agent) -> Json:
+        self._loop.check_model(agent)
+        instructions = agent.instructions
+        if not isinstance(instructions, str):
+            instructions = await steps.step(instructions_step())
+            if not isinstance(instructions, str):
+                raise DefinitionError(
+                    f"the instructions function of agent {agent.name!r} returned "
+                    f"{type(instructions).__name__}; it must return a str"
+                )
+        begun = await steps.step(history_step())
+        visible, stored = int(begun["visible"]), int(begun["stored"])
+        staged: list[Json] = list(begun["staged"])
+        position = stored
+        usage = NO_USAGE
+        written: list[Message] = [message_adapter.validate_python(m) for m in staged]
+        for step in range(1, agent.max_steps + 1):
+            recorded = await steps.step(
+                model_step(step),
+                {
+                    "step": step,
+                    "instructions": instructions,
+                    "visible": visible,
+                    "stored": stored,
+                    "position": position,
+                    "staged": staged,
+                },
+            )
+            offered: list[str] = list(recorded["offered"])
+            response = _decode_response(recorded["response"])
+            usage = usage + response.usage
+            message = response.message
+            all_calls = message.tool_calls
+            cap = agent.max_tool_calls_per_step
+            external: list[ToolCall] = []
+            runnable: list[tuple[str, Json]] = []
+            for index, call in enumerate(all_calls[:cap]):
+                tool = agent.tools.get(call.name) if call.name in offered else None
+                if tool is not None and tool.execute is None:
+                    external.append(call)
+                    continue
+                runnable.append(
+                    (
+                        tool_step(step, index, _step_tool_name(call.name)),
+                        {
+                            "step": step,
+                            "index": index,
+                            "call": call.model_dump(mode="json"),
+                            "offered": offered,
+                        },
+                    )
+                )
+            if len(runnable) == 1:
+                outputs = [await steps.step(*runnable[0])]
+            elif runnable:
+                outputs = await steps.gather(runnable, limit=agent.max_parallel_tool_calls)
+            else:
+                outputs = []
+            results: list[Message] = [message_adapter.validate_python(o) for o in outputs]
+            if len(all_calls) > cap:
+                results.extend(
+                    over_the_cap(agent, call, len(all_calls)) for call in all_calls[cap:]
+                )
+            step_messages = [
+                *staged,
+                *(message_adapter.dump_python(m, mode="json") for m in (message, *results)),
+            ]
+            await steps.step(
+                append_step(step),
+                {"position": position, "messages": step_messages, "results": len(results)},
+            )
+            position += len(step_messages)
+            written.extend((message, *results))
+            staged = []
+            if external:
+                status = "awaiting_tool_results"
+            elif not message.tool_calls:
+                status = "completed"
+            else:
+                continue
+            return _encode_result(
+                RunResult(
+                    spec.thread_id,
+                    status,
+                    message.content,
+                    written,
+                    step,
+                    tuple(external),
+                    usage,
+                )
+            )
+        error = StepLimitExceededError(
+            f"agent {agent.name!r} used all {agent.max_steps} steps in thread "
+            f"{spec.thread_id!r} without a final answer; raise define_agent(max_steps=...) or "
+            "check the model's tool calls"
+        )
+        await steps.step(error_step("step_limit"), {"message": str(error)})
+        raise error
+
+    def _agent_of(self, spec: RunSpec) -> Agent:
         agent = self._agents.get(spec.agent_name)
         if agent is None:
             raise DurabilityError(
@@ -206,102 +336,104 @@ class DurableRuns:
                 f"runtime does not have (its agents: {sorted(self._agents)}); resume it with a "
                 "runtime built from the same agent"
             )
+        return agent
+
+    # -- the steps' work (the engine calls it for each step it has not recorded) ----------------
+
+    async def perform(self, spec: RunSpec, name: str, payload: Json) -> Json:
+        """Do the work of step ``name`` of ``spec`` on ``payload``; its result as JSON."""
+        kind = name.split("/", 1)[0]
+        if kind == "pai.tool":
+            return await self._tool(spec, await self._session(spec), payload)
+        if name == end_step():
+            return await self._end(spec)
+        session = await self._session(spec)
+        if kind == "pai.model":
+            body = partial(self._model, spec, session, payload)
+        elif kind == "pai.append":
+            body = partial(self._append, spec, session, payload)
+        elif name == history_step():
+            body = partial(self._begin, spec, session)
+        elif name == instructions_step():
+            body = partial(self._instructions, session)
+        elif kind == "pai.error":
+            body = partial(self._record_limit, session, payload)
+        else:
+            raise DurabilityError(
+                f"durable run {spec.run_id!r} asks for step {name!r}, which this release of PAI "
+                "does not know; resume it with the release that started it"
+            )
+        return await self._threads.leases.run(
+            session.thread.id,
+            body,
+            holder=_holder(spec),
+            reclaim=True,
+            release=False,
+        )
+
+    async def _session(self, spec: RunSpec) -> _Session:
+        """What this process knows of the run: its agent, thread and caller (made once per run
+        here; another process performing its steps makes its own)."""
+        session = self._sessions.get(spec.run_id)
+        if session is not None:
+            return session
+        agent = self._agent_of(spec)
         thread = await self._storage.get_thread(spec.thread_id)
         if thread is None:
             raise ThreadNotFoundError(spec.thread_id)
         caller = Caller(self._decode_identity(spec), spec.scope_key, spec.user_key)
-        return await self._threads.leases.run(
-            thread.id,
-            partial(self._run, spec, steps, agent, thread, caller),
-            holder=f"durable:{spec.run_id}",
-            reclaim=True,
-        )
+        session = self._sessions.setdefault(spec.run_id, _Session(agent, thread, caller))
+        while len(self._sessions) > _SESSIONS:
+            self._sessions.pop(next(iter(self._sessions)))
+        return session
 
-    async def _run(
+    async def _context(self, session: _Session, lease: RunLease | None) -> Any:
+        """The run's runtime context in this process (computed on first use, not recorded)."""
+        if not session.has_context:
+            pending = self._loop.runtime_context_of(
+                session.agent, session.thread, session.caller, lease
+            )
+            session.context = None if pending is None else await pending
+            session.has_context = True
+        return session.context
+
+    def _run_of(
         self,
         spec: RunSpec,
-        steps: Steps,
-        agent: Agent,
-        thread: ThreadRecord,
-        caller: Caller,
-        lease: RunLease,
-    ) -> Json:
-        loop = self._loop
-        loop.check_model(agent)
-        # runtime_context may hold live objects: computed again on every (re)start, not recorded.
-        pending = loop.runtime_context_of(agent, thread, caller, lease)
-        run_context = None if pending is None else await pending
-        instructions = agent.instructions
-        if not isinstance(instructions, str):
-            function = instructions
-            run_input: InstructionsInput[Any] = InstructionsInput(
-                thread.id, caller.scope_key, caller.identity, caller.user_key, run_context
-            )
-
-            async def instructions_body() -> Json:
-                return await loop.app_call(
-                    agent, thread, "instructions", function, run_input, lease
-                )
-
-            instructions = await steps.step(instructions_step(), instructions_body)
-            if not isinstance(instructions, str):
-                raise DefinitionError(
-                    f"the instructions function of agent {agent.name!r} returned "
-                    f"{type(instructions).__name__}; it must return a str"
-                )
-        begun = await steps.step(history_step(), partial(self._begin, spec, thread))
-        visible, stored = int(begun["visible"]), int(begun["stored"])
-        staged = [message_adapter.validate_python(m) for m in begun["staged"]]
-        snapshot = await self._threads.history.read(self._storage, thread)
-        if len(snapshot) < visible:
-            raise DurabilityError(
-                f"thread {thread.id!r} holds fewer messages than durable run {spec.run_id!r} "
-                f"read when it began ({len(snapshot)} < {visible}): it was changed outside PAI; "
-                "the run cannot be resumed (cancel it)"
-            )
-        history = snapshot.prefix(visible).extended(staged)
-        run = Run(
-            agent,
-            thread,
-            caller,
-            run_context,
+        session: _Session,
+        context: Any,
+        instructions: str = "",
+        history: HistorySnapshot = _NO_HISTORY,
+        lease: RunLease | None = None,
+    ) -> Run:
+        return Run(
+            session.agent,
+            session.thread,
+            session.caller,
+            context,
             instructions,
             history,
-            staged,
+            [],
             [],
             self._emits.get(spec.run_id),
             lease=lease,
         )
-        position = stored
-        for step in range(1, agent.max_steps + 1):
-            offered = await loop.offered(run, step)
-            usage = run.usage
-            recorded = await steps.step(model_step(step), partial(self._model, run, offered, step))
-            offered_then = sorted(recorded["offered"])
-            if offered_then != sorted(offered.names):
-                raise _replay_error(spec, agent, step, offered_then, sorted(offered.names))
-            response = _decode_response(recorded["response"])
-            run.usage = usage + response.usage
-            result, position = await self._complete(
-                spec, steps, run, offered, response, step, position
-            )
-            if result is not None:
-                return _encode_result(result)
-        error = StepLimitExceededError(
-            f"agent {agent.name!r} used all {agent.max_steps} steps in thread {thread.id!r} "
-            "without a final answer; raise define_agent(max_steps=...) or check the model's "
-            "tool calls"
+
+    async def _instructions(self, session: _Session, lease: RunLease) -> Json:
+        agent, thread, caller = session.agent, session.thread, session.caller
+        run_input: InstructionsInput[Any] = InstructionsInput(
+            thread.id,
+            caller.scope_key,
+            caller.identity,
+            caller.user_key,
+            await self._context(session, lease),
         )
+        function = cast("Any", agent.instructions)
+        return await self._loop.app_call(agent, thread, "instructions", function, run_input, lease)
 
-        async def record_limit() -> Json:
-            await loop.record_error(thread.id, "runtime", error, lease)
-            return None
-
-        await steps.step(error_step("step_limit"), record_limit)
-        raise error
-
-    async def _begin(self, spec: RunSpec, thread: ThreadRecord) -> Json:
+    async def _begin(self, spec: RunSpec, session: _Session, lease: RunLease) -> Json:
         """Where the run starts in its thread, and what it stages (the first time only)."""
+        thread = session.thread
         history = await self._threads.history.read(self._storage, thread)
         stored = self._threads.history.stored_count(thread.id)
         if spec.kind == "send":
@@ -313,108 +445,108 @@ class DurableRuns:
             ]
         return {"visible": len(history), "stored": stored, "staged": staged}
 
-    async def _model(self, run: Run, offered: Offered, step: int) -> Json:
+    async def _model(
+        self, spec: RunSpec, session: _Session, payload: Json, lease: RunLease
+    ) -> Json:
+        visible, stored, position = payload["visible"], payload["stored"], payload["position"]
+        staged = [message_adapter.validate_python(m) for m in payload["staged"]]
+        # The thread holds what the run read when it began, then what it appended since; the
+        # messages a model reads leave errors out, and the run appends none.
+        snapshot = await self._threads.history.read(self._storage, session.thread)
+        needed = visible + position - stored
+        if len(snapshot) < needed:
+            raise DurabilityError(
+                f"thread {spec.thread_id!r} holds fewer messages than durable run "
+                f"{spec.run_id!r} read and wrote ({len(snapshot)} < {needed}): it was changed "
+                "outside PAI; the run cannot be resumed (cancel it)"
+            )
+        history = snapshot.prefix(needed).extended(staged)
+        run = self._run_of(
+            spec,
+            session,
+            await self._context(session, lease),
+            payload["instructions"],
+            history,
+            lease,
+        )
+        step = int(payload["step"])
+        offered = await self._loop.offered(run, step)
         response = await self._loop.request(run, offered, step)
         return {"offered": sorted(offered.names), "response": _encode_response(response)}
 
-    async def _complete(
-        self,
-        spec: RunSpec,
-        steps: Steps,
-        run: Run,
-        offered: Offered,
-        response: ModelResponse,
-        step: int,
-        position: int,
-    ) -> tuple[RunResult | None, int]:
-        """:meth:`AgentLoop.complete` with each tool call and the append as steps."""
-        agent = run.agent
-        message = response.message
-        all_calls = message.tool_calls
-        cap = agent.max_tool_calls_per_step
-        external: list[ToolCall] = []
-        runnable: list[tuple[str, StepFn]] = []
-        for index, call in enumerate(all_calls[:cap]):
-            tool = agent.tools.get(call.name) if call.name in offered.names else None
-            if tool is not None and tool.execute is None:
-                external.append(call)
-                continue
-            name = tool_step(step, index, _step_tool_name(call.name))
-            body = partial(
-                self._tool, run, offered, call, durable_call_id(spec.run_id, step, index)
-            )
-            runnable.append((name, body))
-        if len(runnable) == 1:
-            outputs = [await steps.step(*runnable[0])]
-        elif runnable:
-            outputs = await steps.gather(runnable, limit=agent.max_parallel_tool_calls)
-        else:
-            outputs = []
-        results: list[Message] = [message_adapter.validate_python(o) for o in outputs]
-        if len(all_calls) > cap:
-            results.extend(over_the_cap(agent, call, len(all_calls)) for call in all_calls[cap:])
-        if run.emit is not None:
-            for result in results:
-                await run.emit(ToolCallResult(cast("ToolResultMessage", result)))
-        step_messages: list[Message] = [*run.staged, message, *results]
-        await steps.step(
-            append_step(step),
-            partial(self._append, spec, run.thread.id, position, step_messages, run.lease),
-        )
-        position += len(step_messages)
-        run.history = run.history.extended((message, *results))
-        run.written.extend(step_messages)
-        run.staged = []
-        if external:
-            status = "awaiting_tool_results"
-        elif not message.tool_calls:
-            status = "completed"
-        else:
-            return None, position
-        return (
-            RunResult(
-                run.thread.id,
-                status,
-                message.content,
-                run.written,
-                step,
-                tuple(external),
-                run.usage,
-            ),
-            position,
-        )
-
-    async def _tool(self, run: Run, offered: Offered, call: ToolCall, call_id: str) -> Json:
+    async def _tool(self, spec: RunSpec, session: _Session, payload: Json) -> Json:
+        call = ToolCall.model_validate(payload["call"])
+        names = frozenset[str](payload["offered"])
+        run = self._run_of(spec, session, await self._context(session, None))
+        call_id = durable_call_id(spec.run_id, int(payload["step"]), int(payload["index"]))
         token = DURABLE_CALL.set(DurableCall(call_id))
         try:
-            result = await self._loop.run_tool_call(run, offered, call)
+            result = await self._loop.run_tool_call(run, Offered((), names), call)
         finally:
             DURABLE_CALL.reset(token)
         return message_adapter.dump_python(result, mode="json")
 
     async def _append(
-        self,
-        spec: RunSpec,
-        thread_id: str,
-        position: int,
-        messages: Sequence[Message],
-        lease: RunLease | None,
+        self, spec: RunSpec, session: _Session, payload: Json, lease: RunLease
     ) -> Json:
-        """Append ``messages`` at ``position`` once: when a crash came after the append and
-        before the step was recorded, they are found there and not appended again."""
+        """Append the step's messages at their position once: when a crash came after the
+        append and before the step was recorded, they are found there and not appended again."""
+        thread_id = session.thread.id
+        position: int = payload["position"]
+        mine: list[Json] = payload["messages"]
+        messages = [message_adapter.validate_python(m) for m in mine]
+        emit = self._emits.get(spec.run_id)
+        if emit is not None and payload["results"]:
+            for result in messages[-int(payload["results"]) :]:
+                await emit(ToolCallResult(cast("ToolResultMessage", result)))
         there = await self._storage.get_messages(thread_id, start=position)
         if not there:
             await self._storage.append_messages(thread_id, messages, lease=lease)
             return len(messages)
-        mine = [message_adapter.dump_python(m, mode="json") for m in messages]
         found = [message_adapter.dump_python(m, mode="json") for m in there[: len(messages)]]
-        if found == mine:
+        if found == [message_adapter.dump_python(m, mode="json") for m in messages]:
             return len(messages)
         raise DurabilityError(
             f"thread {thread_id!r} changed under durable run {spec.run_id!r}: at message "
             f"{position} it holds other messages than the ones the run appended there (was it "
             "written outside PAI while the run was down?); the run cannot go on (cancel it)"
         )
+
+    async def _record_limit(self, session: _Session, payload: Json, lease: RunLease) -> Json:
+        error = StepLimitExceededError(payload["message"])
+        await self._loop.record_error(session.thread.id, "runtime", error, lease)
+        return None
+
+    async def _end(self, spec: RunSpec) -> Json:
+        """Give the thread back (when this run still holds it), and forget the run here."""
+        self._sessions.pop(spec.run_id, None)
+        leases = self._threads.leases
+        try:
+            lease = await self._storage.acquire_run(
+                spec.thread_id, holder=_holder(spec), ttl=leases.ttl, reclaim=True
+            )
+        except ThreadNotFoundError:
+            return None  # deleted: nothing to give back
+        if lease is not None:
+            await self._storage.release_run(lease)
+        return None
+
+
+@dataclass(eq=False, slots=True)
+class _Session:
+    agent: Agent
+    thread: ThreadRecord
+    caller: Caller
+    context: Any = None
+    has_context: bool = False
+
+
+_SESSIONS: Final = 1_024
+"""How many runs' sessions a process keeps (the oldest is made again when needed)."""
+
+
+def _holder(spec: RunSpec) -> str:
+    return f"durable:{spec.run_id}"
 
 
 def _identity_error(identity: object) -> DurabilityError:
@@ -424,27 +556,6 @@ def _identity_error(identity: object) -> DurabilityError:
         "JSON; pass create_agent_runtime(durable_identity=<its type>) (a pydantic model, a "
         "dataclass, a TypedDict) so PAI can rebuild it, or use a JSON value (a str, a dict) "
         "as the identity"
-    )
-
-
-def _replay_error(
-    spec: RunSpec, agent: Agent, step: int, then: list[str], now: list[str]
-) -> DurableReplayError:
-    changed = sorted(set(then) ^ set(now))
-    culprits = [name for name in changed if name in agent.tool_enabled]
-    what = (
-        f"the enabled predicate of tool {culprits[0]!r}"
-        if len(culprits) == 1
-        else f"the enabled predicates of tools {culprits}"
-        if culprits
-        else f"the tools of agent {agent.name!r} (the agent's definition changed)"
-    )
-    return DurableReplayError(
-        f"durable run {spec.run_id!r} of agent {agent.name!r} took another path on replay at "
-        f"step {step}: {what} answered differently (offered then: {then}; now: {now}). "
-        "Predicates run again when a run resumes and must answer the same for the same input: "
-        "read only the run's input (not the clock, randomness or live state), or resume the "
-        "run with the code that recorded it"
     )
 
 

@@ -155,6 +155,7 @@ class RunLeases:
         *,
         holder: str | None = None,
         reclaim: bool = False,
+        release: bool = True,
     ) -> T:
         """Run ``body(lease)`` holding the thread's run lease: wait for it (bounded), keep it
         renewed, release it when the run ends. ``body`` passes the lease to every append.
@@ -162,7 +163,10 @@ class RunLeases:
         A durable run passes its own ``holder`` (``"durable:<run id>"``) and ``reclaim=True``:
         resumed after its process died, it takes back its own lease at once (see
         :meth:`~pai.core.Storage.acquire_run`), and an expired one of its own is no
-        interruption to record."""
+        interruption to record. Each of its steps holds the lease this way with
+        ``release=False``: between steps, which may run in different processes, the lease
+        stays taken until it expires (``ttl`` after the step), and the run's last step gives
+        it back."""
         lease = await self._acquire(thread_id, holder, reclaim)
         # No await between the acquisition and this try: the lease is always released.
         held: HeldLease | None = None
@@ -202,7 +206,8 @@ class RunLeases:
         finally:
             if held is not None:
                 self._held.pop(held, None)
-            await self._release(lease)
+            if release:
+                await self._release(lease)
         # Only the keeper's cancellation ends the scope without a result or an error.
         assert held is not None
         assert held.lost is not None

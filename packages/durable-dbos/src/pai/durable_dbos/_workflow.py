@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -108,30 +108,32 @@ def recordable(error: Exception, what: str) -> Exception:
 
 
 class DbosSteps:
-    """:class:`~pai.core.Steps` over DBOS: each call a DBOS step recording JSON text."""
+    """:class:`~pai.core.Steps` over DBOS: each call a DBOS step whose body is the host's
+    :meth:`~pai.core.DurableHost.perform`, recording the JSON text of its result."""
 
-    def __init__(self, api: StepApi, run_id: str) -> None:
+    def __init__(self, api: StepApi, host: DurableHost, spec: RunSpec) -> None:
         self._api = api
-        self.run_id: str = run_id
+        self._host = host
+        self._spec = spec
+        self.run_id: str = spec.run_id
         """The run whose steps these are (for messages)."""
 
-    async def step(self, name: str, fn: Callable[[], Awaitable[Any]]) -> Any:
-        """Run ``fn`` as the step ``name`` (or return what it recorded)."""
-        return decode(await self._api.run_step(name, self._body(name, fn)), self._what(name))
+    async def step(self, name: str, payload: Any = None) -> Any:
+        """Perform the step ``name`` on ``payload`` (or return what it recorded)."""
+        body = self._body(name, payload)
+        return decode(await self._api.run_step(name, body), self._what(name))
 
-    async def gather(
-        self, calls: Sequence[tuple[str, Callable[[], Awaitable[Any]]]], *, limit: int
-    ) -> list[Any]:
-        """Run ``calls`` at most ``limit`` at a time, their step numbers drawn in the order
+    async def gather(self, calls: Sequence[tuple[str, Any]], *, limit: int) -> list[Any]:
+        """Perform ``calls`` at most ``limit`` at a time, their step numbers drawn in the order
         given before any of them starts; their results in that order."""
         reservations = [self._api.reserve() for _ in calls]
         results: list[Any] = [None] * len(calls)
         limiter = anyio.CapacityLimiter(max(limit, 1))
 
         async def one(index: int) -> None:
-            name, fn = calls[index]
+            name, payload = calls[index]
             async with limiter:
-                text = await reservations[index].run(name, self._body(name, fn))
+                text = await reservations[index].run(name, self._body(name, payload))
             results[index] = decode(text, self._what(name))
 
         async with anyio.create_task_group() as group:
@@ -139,12 +141,16 @@ class DbosSteps:
                 group.start_soon(one, index)
         return results
 
-    def _body(self, name: str, fn: Callable[[], Awaitable[Any]]) -> StepBody:
+    def _body(self, name: str, payload: Any) -> StepBody:
         what = self._what(name)
+        # What the work gets is what an engine storing the payload would hand over: decoded
+        # JSON (DBOS records only the result, and the workflow's code asks again on replay).
+        text = encode(payload, f"the payload of {what}")
+        host, spec = self._host, self._spec
 
         async def body() -> str:
             try:
-                value = await fn()
+                value = await host.perform(spec, name, json.loads(text))
             except Exception as error:
                 substitute = recordable(error, what)
                 if substitute is error:
@@ -164,7 +170,7 @@ async def execute_run(host: DurableHost, spec_text: str, api: StepApi) -> str:
     spec = RunSpec.from_json(decode(spec_text, "a durable run's input"))
     what = f"durable run {spec.run_id!r}"
     try:
-        result = await host.execute(spec, DbosSteps(api, spec.run_id))
+        result = await host.execute(spec, DbosSteps(api, host, spec))
     except Exception as error:
         substitute = recordable(error, what)
         if substitute is error:

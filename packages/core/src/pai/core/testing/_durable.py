@@ -19,7 +19,6 @@ from pai.core._durability import (
     DurableRunStatus,
     Json,
     RunSpec,
-    StepFn,
     UnknownDurableRunError,
     check_run_status,
 )
@@ -56,6 +55,8 @@ class _Journal:
     spec: RunSpec
     names: list[str] = field(default_factory=list[str])
     """The step names in the order the run first took them (a replay must take them again)."""
+    payloads: list[str] = field(default_factory=list[str])
+    """Each step's payload as JSON text, by position (a replay must ask with the same)."""
     results: dict[int, Json] = field(default_factory=dict[int, Json])
     """What each finished step returned, by position."""
     outcome: Json = None
@@ -257,61 +258,80 @@ class _JournalSteps:
         self._journal = journal
         self._position = 0
 
-    def _take(self, name: str) -> int:
+    def _take(self, name: str, payload: Json) -> int:
         position = self._position
         self._position += 1
-        names = self._journal.names
+        journal = self._journal
+        text = _json_text(
+            payload, f"the payload of step {name!r} of durable run {journal.spec.run_id!r}"
+        )
+        names = journal.names
         if position < len(names):
             if names[position] != name:
                 raise DurableReplayError(
-                    f"durable run {self._journal.spec.run_id!r} took step {name!r} at position "
+                    f"durable run {journal.spec.run_id!r} took step {name!r} at position "
                     f"{position} on replay, where it recorded {names[position]!r}"
+                )
+            if journal.payloads[position] != text:
+                raise DurableReplayError(
+                    f"durable run {journal.spec.run_id!r} asked for step {name!r} on replay "
+                    f"with another payload than it recorded: {text} (recorded: "
+                    f"{journal.payloads[position]}); the run's workflow code is not "
+                    "deterministic, or the agent's definition changed"
                 )
         else:
             names.append(name)
+            journal.payloads.append(text)
         return position
 
-    async def step(self, name: str, fn: StepFn) -> Json:
-        return await self._at(self._take(name), name, fn)
+    async def step(self, name: str, payload: Json = None) -> Json:
+        return await self._at(self._take(name, payload), name, payload)
 
-    async def gather(self, calls: Sequence[tuple[str, StepFn]], *, limit: int) -> list[Json]:
-        positions = [self._take(name) for name, _ in calls]
+    async def gather(self, calls: Sequence[tuple[str, Json]], *, limit: int) -> list[Json]:
+        positions = [self._take(name, payload) for name, payload in calls]
         results: list[Json] = [None] * len(calls)
         limiter = anyio.CapacityLimiter(max(limit, 1))
 
         async def one(index: int) -> None:
             async with limiter:
-                name, fn = calls[index]
-                results[index] = await self._at(positions[index], name, fn)
+                name, payload = calls[index]
+                results[index] = await self._at(positions[index], name, payload)
 
         async with anyio.create_task_group() as tg:
             for index in range(len(calls)):
                 tg.start_soon(one, index)
         return results
 
-    async def _at(self, position: int, name: str, fn: StepFn) -> Json:
-        recorded = self._journal.results
+    async def _at(self, position: int, name: str, payload: Json) -> Json:
+        journal = self._journal
+        recorded = journal.results
         if position in recorded:
             return json.loads(json.dumps(recorded[position]))
-        if self._journal.cancelled:
+        if journal.cancelled:
             raise DurabilityError(
-                f"durable run {self._journal.spec.run_id!r} was cancelled before step {name!r}"
+                f"durable run {journal.spec.run_id!r} was cancelled before step {name!r}"
             )
         engine = self._engine
+        host = engine._host  # pyright: ignore[reportPrivateUsage]
+        assert host is not None  # _execute checked
         engine._maybe_crash(name, "before")  # pyright: ignore[reportPrivateUsage]
-        value = await fn()
-        try:
-            text = json.dumps(value)
-        except (TypeError, ValueError) as error:
-            raise DurabilityError(
-                f"step {name!r} of durable run {self._journal.spec.run_id!r} returned "
-                f"{type(value).__name__}, which is not JSON: {error}"
-            ) from error
-        engine.executed.append((self._journal.spec.run_id, name))
+        # The work gets the payload as an engine that stores it would hand it over: decoded.
+        value = await host.perform(journal.spec, name, json.loads(journal.payloads[position]))
+        text = _json_text(value, f"step {name!r} of durable run {journal.spec.run_id!r}")
+        engine.executed.append((journal.spec.run_id, name))
         engine._maybe_crash(name, "after")  # pyright: ignore[reportPrivateUsage]
         recorded[position] = json.loads(text)
-        self._journal.updated_at = datetime.now(UTC)
+        journal.updated_at = datetime.now(UTC)
         return json.loads(text)
+
+
+def _json_text(value: Json, what: str) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError) as error:
+        raise DurabilityError(
+            f"{what} is {type(value).__name__}, which is not JSON: {error}"
+        ) from error
 
 
 __all__ = ["JournalEngine", "SimulatedCrash", "durable_call"]
