@@ -132,6 +132,7 @@ if TYPE_CHECKING:
     from pai.core._operations import Command as Command
     from pai.core._operations import CommandContext as CommandContext
     from pai.core._operations import Tool as Tool
+    from pai.core._operations import ToolApproval as ToolApproval
     from pai.core._operations import ToolContext as ToolContext
     from pai.core._operations import define_command as define_command
     from pai.core._operations import define_tool as define_tool
@@ -297,6 +298,7 @@ _SOURCES: dict[str, str] = {
     "Command": "pai.core._operations",
     "CommandContext": "pai.core._operations",
     "Tool": "pai.core._operations",
+    "ToolApproval": "pai.core._operations",
     "ToolContext": "pai.core._operations",
     "define_command": "pai.core._operations",
     "define_tool": "pai.core._operations",
@@ -456,6 +458,7 @@ __all__ = [
     "ThreadNotFoundError",
     "ThreadRecord",
     "Tool",
+    "ToolApproval",
     "ToolCall",
     "ToolCallArgumentsDelta",
     "ToolCallFinished",

@@ -26,20 +26,25 @@ from pai.core._storage import ThreadRecord
 class RunResult:
     """What one agent run produced.
 
-    ``status`` is ``"completed"`` when the model answered without tool calls, or
+    ``status`` is ``"completed"`` when the model answered without tool calls;
     ``"awaiting_tool_results"`` when it called tools that run outside the runtime (tools defined
-    without ``execute``): answer them with :meth:`ThreadHandle.submit_tool_results`. ``usage``
-    adds up the tokens of the run's model calls (those its models report; delegated runs
-    count in their own results).
+    without ``execute``), with or without calls that need approval; ``"awaiting_approval"``
+    when every call left pending is of a tool defined with ``needs_approval=True``. Answer all of
+    ``pending_tool_calls`` in one :meth:`ThreadHandle.submit_tool_results`: a result for each
+    external call, a :class:`~pai.core.ToolApproval` for each of ``pending_approvals``.
+    ``usage`` adds up the tokens of the run's model calls (those its models report; delegated
+    runs count in their own results).
     """
 
     thread_id: str
-    status: Literal["completed", "awaiting_tool_results"]
+    status: Literal["completed", "awaiting_tool_results", "awaiting_approval"]
     text: str | None
     messages: Sequence[Message]
     steps: int
     pending_tool_calls: Sequence[ToolCall] = ()
     usage: Usage = field(default_factory=Usage)
+    pending_approvals: Sequence[ToolCall] = ()
+    """The calls among ``pending_tool_calls`` that wait for a human's approval."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,11 @@ payload, so any process with the same agents can perform any step:
 step                       records
 =========================  ===============================================================
 ``pai.app/instructions``   the instructions' text, when they are a function
-``pai.app/history``        how much of the thread the run read, and what it stages
+``pai.app/history``        how much of the thread the run read, what it stages, and which
+                           submitted approvals it runs
 ``pai.model/{n}``          the model's answer on step ``n``, and the tools it was offered
-``pai.tool/{n}/{i}/{t}``   tool call ``i`` of step ``n`` (tool ``t``): its result message
+``pai.tool/{n}/{i}/{t}``   tool call ``i`` of step ``n`` (tool ``t``): its result message;
+                           on step ``0``, pending call ``i`` that a submission approved
 ``pai.append/{n}``         that step ``n`` was appended (done once: compared on replay)
 ``pai.error/step_limit``   the step-limit error recorded in the thread
 ``pai.end``                that the run gave its thread back
@@ -75,7 +77,7 @@ from pai.core._errors import (
 )
 from pai.core._execution import pending_calls
 from pai.core._lifecycle import HistorySnapshot
-from pai.core._loop import AgentLoop, Emit, Offered, Run, answers, over_the_cap
+from pai.core._loop import AgentLoop, Emit, Offered, Run, answers, awaiting, over_the_cap
 from pai.core._messages import (
     AssistantMessage,
     Message,
@@ -242,6 +244,9 @@ class DurableRuns:
         begun = await steps.step(history_step())
         visible, stored = int(begun["visible"]), int(begun["stored"])
         staged: list[Json] = list(begun["staged"])
+        approved: list[Json] = list(begun.get("approved", ()))
+        if approved:
+            staged = await self._run_approved(spec, steps, agent, staged, approved)
         position = stored
         usage = NO_USAGE
         written: list[Message] = [message_adapter.validate_python(m) for m in staged]
@@ -267,7 +272,7 @@ class DurableRuns:
             runnable: list[tuple[str, Json]] = []
             for index, call in enumerate(all_calls[:cap]):
                 tool = agent.tools.get(call.name) if call.name in offered else None
-                if tool is not None and tool.execute is None:
+                if tool is not None and (tool.execute is None or tool.needs_approval):
                     external.append(call)
                     continue
                 runnable.append(
@@ -304,22 +309,16 @@ class DurableRuns:
             written.extend((message, *results))
             staged = []
             if external:
-                status = "awaiting_tool_results"
+                result = awaiting(
+                    agent, spec.thread_id, message.content, written, step, external, usage
+                )
             elif not message.tool_calls:
-                status = "completed"
+                result = RunResult(
+                    spec.thread_id, "completed", message.content, written, step, (), usage
+                )
             else:
                 continue
-            return _encode_result(
-                RunResult(
-                    spec.thread_id,
-                    status,
-                    message.content,
-                    written,
-                    step,
-                    tuple(external),
-                    usage,
-                )
-            )
+            return _encode_result(result)
         error = StepLimitExceededError(
             f"agent {agent.name!r} used all {agent.max_steps} steps in thread "
             f"{spec.thread_id!r} without a final answer; raise define_agent(max_steps=...) or "
@@ -327,6 +326,36 @@ class DurableRuns:
         )
         await steps.step(error_step("step_limit"), {"message": str(error)})
         raise error
+
+    async def _run_approved(
+        self, spec: RunSpec, steps: Steps, agent: Agent, staged: list[Json], approved: list[Json]
+    ) -> list[Json]:
+        """Run the calls a submission approved, each a tool step of step 0 (before the first
+        model step); the staged messages with their results, in the pending calls' order."""
+        runnable = [
+            (
+                tool_step(0, int(each["index"]), _step_tool_name(each["call"]["name"])),
+                {
+                    "step": 0,
+                    "index": int(each["index"]),
+                    "call": each["call"],
+                    "offered": [each["call"]["name"]],
+                },
+            )
+            for each in approved
+        ]
+        if len(runnable) == 1:
+            outputs = [await steps.step(*runnable[0])]
+        else:
+            outputs = await steps.gather(runnable, limit=agent.max_parallel_tool_calls)
+        by_index = {
+            int(each["index"]): output for each, output in zip(approved, outputs, strict=True)
+        }
+        others = iter(staged)
+        return [
+            by_index[index] if index in by_index else next(others)
+            for index in range(len(staged) + len(approved))
+        ]
 
     def _agent_of(self, spec: RunSpec) -> Agent:
         agent = self._agents.get(spec.agent_name)
@@ -437,13 +466,17 @@ class DurableRuns:
         history = await self._threads.history.read(self._storage, thread)
         stored = self._threads.history.stored_count(thread.id)
         if spec.kind == "send":
-            staged = list(spec.staged)
-        else:
-            staged = [
-                message_adapter.dump_python(m, mode="json")
-                for m in answers(thread, pending_calls(history), spec.results)
-            ]
-        return {"visible": len(history), "stored": stored, "staged": staged}
+            return {"visible": len(history), "stored": stored, "staged": list(spec.staged)}
+        # The approved calls are recorded, not run: each runs later as a step of its own.
+        staged: list[Json] = []
+        approved: list[Json] = []
+        pending = pending_calls(history)
+        for index, answer in enumerate(answers(session.agent, thread, pending, spec.results)):
+            if isinstance(answer, ToolCall):
+                approved.append({"index": index, "call": answer.model_dump(mode="json")})
+            else:
+                staged.append(message_adapter.dump_python(answer, mode="json"))
+        return {"visible": len(history), "stored": stored, "staged": staged, "approved": approved}
 
     async def _model(
         self, spec: RunSpec, session: _Session, payload: Json, lease: RunLease
@@ -584,6 +617,7 @@ def _encode_result(result: RunResult) -> Json:
         "steps": result.steps,
         "pending": [call.model_dump(mode="json") for call in result.pending_tool_calls],
         "usage": [result.usage.input_tokens, result.usage.output_tokens],
+        "approvals": [call.model_dump(mode="json") for call in result.pending_approvals],
     }
 
 
@@ -598,6 +632,7 @@ def _decode_result(data: Json) -> RunResult:
             int(data["steps"]),
             tuple(ToolCall.model_validate(c) for c in data["pending"]),
             Usage(int(tokens_in), int(tokens_out)),
+            tuple(ToolCall.model_validate(c) for c in data.get("approvals", ())),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise DurabilityError(

@@ -31,7 +31,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 import anyio
 import pydantic_core
@@ -88,7 +88,7 @@ from pai.core._model import (
     collect_response,
     stream_model,
 )
-from pai.core._operations import CommandContext, ToolContext
+from pai.core._operations import CommandContext, ToolApproval, ToolContext
 from pai.core._run_events import DelegatedRunEvent, RunEvent, RunFinished, ToolCallResult
 from pai.core._storage import RunLease, ThreadRecord
 from pai.core._threads import Threads
@@ -232,8 +232,33 @@ class AgentLoop:
     ) -> RunResult:
         agent = self._agents[thread.agent_name]
         history = await self._threads.history.read(self._storage, thread)
-        staged: list[Message] = list(answers(thread, pending_calls(history), results))
-        return await self.run(agent, thread, caller, staged, lease=lease)
+        answered = answers(agent, thread, pending_calls(history), results)
+        approved = [a for a in answered if isinstance(a, ToolCall)]
+        if not approved:
+            staged: list[Message] = cast("list[Message]", answered)
+            return await self.run(agent, thread, caller, staged, lease=lease)
+        # Approved calls run now, under the lease (so once: the append of this run answers
+        # them, and a second submission finds them answered), with the run's context.
+        run = await self.begin(agent, thread, caller, [], lease=lease)
+        ran = iter(await self.run_approved(run, approved))
+        staged = [next(ran) if isinstance(a, ToolCall) else a for a in answered]
+        run.staged = staged
+        run.history = run.history.extended(staged)
+        for step in range(1, agent.max_steps + 1):
+            offered = await self.offered(run, step)
+            response = await self.request(run, offered, step)
+            result = await self.complete(run, offered, response, step)
+            if result is not None:
+                return result
+        raise await self.step_limit(run)
+
+    async def run_approved(self, run: Run, calls: Sequence[ToolCall]) -> list[Message]:
+        """Run the approved ``calls`` (in parallel up to ``max_parallel_tool_calls``); their
+        results in their order. They were offered when the model made them."""
+        offered = Offered((), frozenset(call.name for call in calls))
+        if len(calls) == 1:
+            return [await self.run_tool_call(run, offered, calls[0])]
+        return await self._run_parallel_tool_calls(run, offered, calls)
 
     async def run_command(
         self, caller: Caller, thread_id: str, name: str, raw_input: object
@@ -434,7 +459,8 @@ class AgentLoop:
         runnable: list[ToolCall] = []
         for call in calls:
             tool = agent.tools.get(call.name) if call.name in offered.names else None
-            (external if tool is not None and tool.execute is None else runnable).append(call)
+            pending = tool is not None and (tool.execute is None or tool.needs_approval)
+            (external if pending else runnable).append(call)
         # A single call is awaited right here: no coroutine between the step and the tool.
         results: list[Message]
         if len(runnable) == 1:
@@ -454,14 +480,8 @@ class AgentLoop:
         run.written.extend(step_messages)
         run.staged = []
         if external:
-            return RunResult(
-                run.thread.id,
-                "awaiting_tool_results",
-                response.content,
-                run.written,
-                step,
-                external,
-                run.usage,
+            return awaiting(
+                agent, run.thread.id, response.content, run.written, step, external, run.usage
             )
         if not response.tool_calls:
             return RunResult(
@@ -688,11 +708,37 @@ async def _streamed(
         await aclose_if_closable(events)
 
 
+def awaiting(
+    agent: Agent,
+    thread_id: str,
+    text: str | None,
+    written: Sequence[Message],
+    step: int,
+    pending: Sequence[ToolCall],
+    usage: Usage,
+) -> RunResult:
+    """The result of a run whose step left ``pending`` calls: external tools' calls, calls that
+    need approval, or both (then it awaits tool results, answered with the approvals)."""
+    approvals = tuple(call for call in pending if needs_approval(agent, call.name))
+    status: Literal["awaiting_tool_results", "awaiting_approval"] = (
+        "awaiting_approval" if len(approvals) == len(pending) else "awaiting_tool_results"
+    )
+    return RunResult(thread_id, status, text, written, step, tuple(pending), usage, approvals)
+
+
+def needs_approval(agent: Agent, name: str) -> bool:
+    """Whether a call of ``name`` by ``agent`` waits for a human's approval."""
+    tool = agent.tools.get(name)
+    return tool is not None and tool.execute is not None and tool.needs_approval
+
+
 def answers(
-    thread: ThreadRecord, pending: Sequence[ToolCall], results: Mapping[str, object]
-) -> list[ToolResultMessage]:
-    """The result messages that ``results`` (by call id) give the thread's ``pending`` tool calls,
-    in their order; a :class:`DefinitionError` unless they answer exactly those calls."""
+    agent: Agent, thread: ThreadRecord, pending: Sequence[ToolCall], results: Mapping[str, object]
+) -> list[ToolResultMessage | ToolCall]:
+    """What ``results`` (by call id) give the thread's ``pending`` tool calls, in their order: a
+    result message for each external call and each denied one, the call itself for each
+    approved one (to run); a :class:`DefinitionError` unless they answer exactly those calls,
+    each the way it needs."""
     by_id = {call.id: call for call in pending}
     unknown = sorted(results.keys() - by_id.keys())
     missing = sorted(by_id.keys() - results.keys())
@@ -701,15 +747,52 @@ def answers(
             f"submit_tool_results for thread {thread.id!r} must answer exactly the "
             f"pending tool calls {sorted(by_id)}; unknown: {unknown}, missing: {missing}"
         )
-    return [
-        ToolResultMessage(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            content=tool_output_text(results[call.id]),
-            output=pydantic_core.to_jsonable_python(results[call.id]),
+    answered: list[ToolResultMessage | ToolCall] = []
+    for call in pending:
+        value = results[call.id]
+        if needs_approval(agent, call.name):
+            approval = _approval(thread, call, value)
+            if approval.approved:
+                answered.append(call)
+            else:
+                reason = f": {approval.reason}" if approval.reason else ""
+                answered.append(
+                    _failed(call, f"Error: the user denied this call to '{call.name}'{reason}")
+                )
+            continue
+        if isinstance(value, ToolApproval):
+            raise DefinitionError(
+                f"submit_tool_results for thread {thread.id!r}: call {call.id!r} of tool "
+                f"{call.name!r} does not need approval, so it takes the tool's result (any JSON "
+                "value), not a ToolApproval"
+            )
+        answered.append(
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=tool_output_text(value),
+                output=pydantic_core.to_jsonable_python(value),
+            )
         )
-        for call in pending
-    ]
+    return answered
+
+
+def _approval(thread: ThreadRecord, call: ToolCall, value: object) -> ToolApproval:
+    """``value`` as the approval of ``call``: a :class:`ToolApproval`, or its JSON (an object,
+    or a string of one, as HTTP clients send it)."""
+    if isinstance(value, ToolApproval):
+        return value
+    if isinstance(value, (str, bytes)):
+        with contextlib.suppress(ValueError):
+            value = pydantic_core.from_json(value)
+    if isinstance(value, Mapping):
+        with contextlib.suppress(ValidationError):
+            return ToolApproval.model_validate(value)
+    raise DefinitionError(
+        f"submit_tool_results for thread {thread.id!r}: call {call.id!r} of tool {call.name!r} "
+        f"needs approval, so it takes ToolApproval(approved=True) or ToolApproval(approved=False, "
+        f'reason=...) (over JSON: {{"approved": true}}), got {value!r}'
+    )
 
 
 def over_the_cap(agent: Agent, call: ToolCall, made: int) -> ToolResultMessage:

@@ -125,6 +125,23 @@ class Tool(Generic[InputT, OutputT]):
     capabilities: Mapping[str, Capability[object]]
     execute: Callable[[ToolContext[InputT, Any]], Awaitable[OutputT] | OutputT] | None
     to_model_text: Callable[[OutputT], str] | None = None
+    needs_approval: bool = False
+    """Whether a human approves each call before it runs (see :class:`ToolApproval`)."""
+
+
+class ToolApproval(BaseModel, frozen=True, extra="forbid"):
+    """A human's answer to a call of a tool defined with ``needs_approval=True``.
+
+    Pass it to ``thread.submit_tool_results({call_id: ToolApproval(approved=True)})``, next to
+    the results of any external calls of the same step. An approved call runs then (once); a
+    denied one is answered with an error the model reads, ``reason`` appended when given. Over
+    HTTP, or from JSON, send the object ``{"approved": true, "reason": "..."}`` instead.
+    """
+
+    approved: bool
+    """Whether the call may run."""
+    reason: str | None = None
+    """Why (the model reads it when the call is denied)."""
 
 
 @final
@@ -188,6 +205,7 @@ def define_tool(
     execute: Callable[[ToolContext[InputT, Any]], Awaitable[OutputT]],
     capabilities: Mapping[str, Capability[object]] | None = None,
     to_model_text: Callable[[OutputT], str] | None = None,
+    needs_approval: bool = False,
 ) -> Tool[InputT, OutputT]: ...
 @overload
 def define_tool(
@@ -198,6 +216,7 @@ def define_tool(
     execute: Callable[[ToolContext[InputT, Any]], OutputT],
     capabilities: Mapping[str, Capability[object]] | None = None,
     to_model_text: Callable[[OutputT], str] | None = None,
+    needs_approval: bool = False,
 ) -> Tool[InputT, OutputT]: ...
 @overload
 def define_tool(
@@ -216,6 +235,7 @@ def define_tool(
     execute: Callable[[ToolContext[InputT, Any]], Any] | None = None,
     capabilities: Mapping[str, Capability[object]] | None = None,
     to_model_text: Callable[[Any], str] | None = None,
+    needs_approval: bool = False,
 ) -> Tool[InputT, Any]:
     """Define a tool the model can call.
 
@@ -229,6 +249,12 @@ def define_tool(
     model should read something other than the structured result (a rendered document, say).
     Replays read the saved text; ``to_model_text`` raising or returning a non-``str`` is a
     failure of the tool call.
+
+    With ``needs_approval=True`` a call the model makes is not run until a human approves it:
+    the run ends with status ``"awaiting_approval"`` and the call among its
+    ``pending_approvals``; answer it with ``thread.submit_tool_results({call_id:
+    ToolApproval(approved=True)})`` (the call then runs) or ``approved=False`` (the model reads
+    that the user denied it). Only a tool with ``execute`` can need approval.
 
     Example::
 
@@ -255,6 +281,12 @@ def define_tool(
         )
     if execute is not None and not callable(execute):
         raise DefinitionError(f"{owner}: execute must be callable, got {execute!r}")
+    if needs_approval and execute is None:
+        raise DefinitionError(
+            f"{owner} has needs_approval=True but no execute: a tool without execute is already "
+            "answered outside the runtime, so add execute=... (run once approved) or drop "
+            "needs_approval"
+        )
     if to_model_text is not None and not callable(to_model_text):
         raise DefinitionError(
             f"{owner}: to_model_text must be a function of the tool's output returning the text "
@@ -267,6 +299,7 @@ def define_tool(
         capabilities=declared,
         execute=execute,
         to_model_text=to_model_text,
+        needs_approval=bool(needs_approval),
     )
 
 

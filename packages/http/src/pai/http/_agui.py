@@ -240,6 +240,8 @@ class AguiEncoder:
         outcome: dict[str, Any] = {"status": result.status, "steps": result.steps}
         if result.pending_tool_calls:
             outcome["pendingToolCalls"] = [call.id for call in result.pending_tool_calls]
+        if result.pending_approvals:
+            outcome["pendingApprovals"] = [call.id for call in result.pending_approvals]
         return [
             *self._end_text(),
             *self._end_calls(),

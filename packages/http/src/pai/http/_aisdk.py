@@ -253,7 +253,7 @@ class AiSdkEncoder:
         return [_frame({"type": "finish-step"})]
 
     def finish(self, result: RunResult) -> list[str]:
-        reason = "tool-calls" if result.status == "awaiting_tool_results" else "stop"
+        reason = "stop" if result.status == "completed" else "tool-calls"  # or awaiting approval
         return [
             *self._end_text(),
             *self._fail_open_calls("the run ended mid-call"),

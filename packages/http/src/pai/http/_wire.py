@@ -35,7 +35,8 @@ class RunRequest:
 
     ``run_id`` is the client's id for the run when the protocol has one (AG-UI's ``runId``),
     else ``None`` and the server makes one. ``tool_results`` answers pending external tool calls
-    (call id -> output) instead of a new message when the protocol sends them.
+    (call id -> output; ``{"approved": true}``, or its JSON text, for a call that needs
+    approval) instead of a new message when the protocol sends them.
     """
 
     thread_id: str
