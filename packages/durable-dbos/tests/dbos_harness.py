@@ -92,10 +92,12 @@ def may_run_again(point: str) -> tuple[str, ...]:
 class ForkServer:
     """``dbos_crash_worker.py serve``: forks a worker per request, answers its exit status."""
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None, worker: Path = WORKER) -> None:
+        """``worker``: the script to serve (``dbos_crash_worker.py`` unless told; another must
+        speak the same protocol)."""
         self.env: dict[str, str] = {**ENV, **(env or {})}
         self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), "serve"],
+            [sys.executable, str(worker), "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -138,12 +140,13 @@ def fresh_worker(folder: Path, mode: str, crash_at: str | None) -> int:
     return done.returncode
 
 
-def run_chain(chain: Chain, run: Runner) -> Chain:
-    """Run ``chain``'s worker; when it died by SIGKILL, restart it without a kill point."""
-    chain.folder.mkdir(parents=True)
+def run_chain(chain: Chain, run: Runner, restart: str = "recover") -> Chain:
+    """Run ``chain``'s worker; when it died by SIGKILL, restart it without a kill point, in mode
+    ``restart``."""
+    chain.folder.mkdir(parents=True, exist_ok=True)
     chain.first = run(chain.folder, "run", chain.point)
     if chain.point is not None and chain.first == -signal.SIGKILL:
-        chain.second = run(chain.folder, "recover", None)
+        chain.second = run(chain.folder, restart, None)
     return chain.load()
 
 
