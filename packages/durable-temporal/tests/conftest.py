@@ -23,7 +23,7 @@ class DevServer:
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._main, name="temporal-dev-server")
+        self._thread = threading.Thread(target=self._main, name="temporal-dev-server", daemon=True)
         self._thread.start()
         self._ready.wait(120)
         if self._error is not None:
