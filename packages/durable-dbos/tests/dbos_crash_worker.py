@@ -16,7 +16,8 @@ result (``result.json``) and ``events.log`` (``<unix time> <event>`` per line: `
 the process started, ``entered`` when the runtime was entered, one line per step body that ran).
 With ``PAI_CRASH_AT=<point>`` the process kills itself with SIGKILL at that point (see
 :data:`CRASH_POINTS`). ``PAI_DURABLE_EXECUTOR`` picks the executor id as in production;
-``PAI_DBOS_URL`` and ``PAI_DBOS_SCHEMA`` put DBOS on another database (PostgreSQL).
+``PAI_DBOS_URL`` and ``PAI_DBOS_SCHEMA`` put DBOS on another database (PostgreSQL);
+``PAI_TAKEOVER_AFTER`` sets ``takeover_after`` (seconds, or ``none``).
 """
 
 from __future__ import annotations
@@ -190,6 +191,7 @@ async def main(folder: Path, mode: str, started: float = STARTED) -> None:
         system_database_url=os.environ.get("PAI_DBOS_URL") or f"sqlite:///{folder / 'dbos.sqlite'}",
         system_schema=os.environ.get("PAI_DBOS_SCHEMA", "dbos"),
         recovery_interval=float(os.environ.get("PAI_RECOVERY_INTERVAL", "0.1")),
+        **_takeover(),
     )
     storage = CrashingStorage(folder / "threads.sqlite", scenario)
     async with scenario.build(storage, engine) as runtime:
@@ -206,6 +208,13 @@ async def main(folder: Path, mode: str, started: float = STARTED) -> None:
     await storage.aclose()
     scenario.event("finished")
     (folder / "result.json").write_text(json.dumps(outcome))
+
+
+def _takeover() -> dict[str, Any]:
+    value = os.environ.get("PAI_TAKEOVER_AFTER")
+    if value is None:
+        return {}
+    return {"takeover_after": None if value == "none" else float(value)}
 
 
 def serve() -> None:

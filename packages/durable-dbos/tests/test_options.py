@@ -23,8 +23,21 @@ def test_defaults() -> None:
     assert options.application_version == DEFAULT_APPLICATION_VERSION == "pai-durable-1"
     assert options.recovery_interval == 1.0
     assert options.system_schema == "dbos"
+    assert options.takeover_after == 30.0
     assert options.is_sqlite
     assert DbosEngine(options).name == "dbos"
+
+
+def test_takeover_is_turned_off_by_none_or_false() -> None:
+    url = "sqlite:///runs.sqlite"
+    assert DbosOptions(system_database_url=url, takeover_after=None).takeover_after is None
+    # What `takeover_after = false` in pai.toml gives (TOML has no null).
+    assert (
+        DbosOptions.model_validate(
+            {"system_database_url": url, "takeover_after": False}
+        ).takeover_after
+        is None
+    )
 
 
 def test_the_default_executor_id_is_the_host_and_the_variable(
@@ -72,6 +85,8 @@ def test_the_password_is_never_shown() -> None:
         ({"app_name": "ab"}, "3 to 256"),
         ({"executor_id": "has space"}, "executor_id 'has space'"),
         ({"recovery_interval": 0}, "0.01 to 60"),
+        ({"takeover_after": 0.1}, "0.5 to 86400"),
+        ({"takeover_after": float("inf")}, "0.5 to 86400"),
         ({"recovery_interval": float("nan")}, "0.01 to 60"),
         ({"system_schema": "pg_catalog"}, "not starting with pg_"),
         ({"system_schema": "a-b"}, "plain PostgreSQL name"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,10 +123,10 @@ def test_killed_workers_resume_on_postgres(
 def test_a_live_worker_of_another_executor_id_leaves_a_dead_workers_run_alone(
     tmp_path: Path, postgres_url: str, schema: str
 ) -> None:
-    """Worker w1 dies in a run; worker w2 starts on the same DBOS schema and runs its own run to
-    the end without touching w1's (DBOS resumes only its own executor id's runs); w1 restarted
-    resumes its run."""
-    base = {"PAI_DBOS_URL": postgres_url, "PAI_DBOS_SCHEMA": schema}
+    """With takeover off: worker w1 dies in a run; worker w2 starts on the same DBOS schema and
+    runs its own run to the end without touching w1's (DBOS resumes only its own executor id's
+    runs); w1 restarted resumes its run."""
+    base = {"PAI_DBOS_URL": postgres_url, "PAI_DBOS_SCHEMA": schema, "PAI_TAKEOVER_AFTER": "none"}
     first = ForkServer({**base, "PAI_DURABLE_EXECUTOR": "w1"})
     second = ForkServer({**base, "PAI_DURABLE_EXECUTOR": "w2"})
     try:
@@ -148,3 +149,46 @@ def test_a_live_worker_of_another_executor_id_leaves_a_dead_workers_run_alone(
     check_resumed(dead, other)
     keys = [line.split("\t")[0] for line in (dead.folder / "lines.txt").read_text().splitlines()]
     assert all(key.startswith(f"{dead_run}/") for key in keys)
+
+
+def test_a_live_worker_takes_over_the_run_of_a_silent_one(
+    tmp_path: Path, postgres_url: str, schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Worker w1 dies in a run (SIGKILL); worker w2, another executor id on the same database and
+    thread storage, attaches to the run and, once w1 is silent for ``takeover_after``, claims
+    it: DBOS resumes it on w2, which completes it. Each effect happens once, and the thread
+    equals an uncrashed run's."""
+    base = {"PAI_DBOS_URL": postgres_url, "PAI_DBOS_SCHEMA": schema, "PAI_TAKEOVER_AFTER": "1"}
+    first = ForkServer({**base, "PAI_DURABLE_EXECUTOR": "w1"})
+    second = ForkServer({**base, "PAI_DURABLE_EXECUTOR": "w2"})
+    try:
+        expected = run_chain(Chain(None, tmp_path / "uncrashed"), first.run)
+        dead = Chain("tool:c:before", tmp_path / "w1")
+        dead.folder.mkdir()
+        dead.first = first.run(dead.folder, "run", "tool:c:before")
+        killed = time.time()
+        dead.second = second.run(dead.folder, "recover", None)
+    finally:
+        first.close()
+        second.close()
+    dead.load()
+    check_resumed(dead, expected)
+    run_id = json.loads((dead.folder / "spec.json").read_text())["run_id"]
+    import psycopg
+
+    with psycopg.connect(postgres_url, connect_timeout=10) as conn:
+        query = (
+            f'SELECT status, executor_id FROM "{schema}".workflow_status WHERE workflow_uuid = %s'
+        )
+        [(status, executor)] = conn.execute(query.encode(), (run_id,)).fetchall()
+    assert status == "SUCCESS"
+    assert executor.endswith(":w2"), executor
+    resumed = [
+        when for when, name in dead.events[dead.restart_index() :] if name.startswith("tool:c")
+    ]
+    assert resumed, dead.explain()
+    with capsys.disabled():
+        print(
+            f"\ntakeover (takeover_after=1 s): the dead worker's tool step started again on "
+            f"another executor {resumed[0] - killed:.2f} s after the kill"
+        )

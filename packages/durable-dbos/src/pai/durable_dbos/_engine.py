@@ -24,6 +24,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -44,7 +45,7 @@ from pai.core import (
     UnknownDurableRunError,
 )
 from pai.durable_dbos._errors import DbosEngineError
-from pai.durable_dbos._executor import ExecutorLock
+from pai.durable_dbos._executor import ExecutorLock, Heartbeats
 from pai.durable_dbos._options import DbosOptions, mask_url
 from pai.durable_dbos._workflow import (
     WORKFLOW_NAME,
@@ -133,6 +134,8 @@ class DbosEngine:
         self.options: DbosOptions = options
         """What this engine runs DBOS with."""
         self._lock = ExecutorLock(options)
+        self._heartbeats = Heartbeats(options)
+        self._watch: asyncio.Task[None] | None = None
         self._host: DurableHost | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -192,6 +195,11 @@ class DbosEngine:
             await anyio.to_thread.run_sync(self._migrate)
             self._host, self._loop, self._closing = host, loop, False
             self._launch()
+            if self.options.takeover_after is not None:
+                self._watch = loop.create_task(
+                    self._watch_executors(self.options.takeover_after),
+                    name="pai-durable-dbos heartbeat",
+                )
         except BaseException:
             _active = None
             self._host = self._loop = None
@@ -269,6 +277,11 @@ class DbosEngine:
             return
         self._closing = True
         try:
+            watch, self._watch = self._watch, None
+            if watch is not None:
+                watch.cancel()
+                await asyncio.wait([watch])
+            await anyio.to_thread.run_sync(self._heartbeats.close)
             tasks = [task for task in self._tasks if not task.done()]
             for task in tasks:
                 task.cancel()
@@ -285,6 +298,57 @@ class DbosEngine:
             self._tasks.clear()
             if _active is self:
                 _active = None
+
+    async def _watch_executors(self, after: float) -> None:
+        """Write this executor's heartbeat every ``after / 5`` seconds, and take over the runs
+        of executors silent for longer than ``after`` (see :mod:`pai.durable_dbos._executor`)."""
+        interval = after / 5
+        while True:
+            try:
+                now = time.time()
+                await anyio.to_thread.run_sync(self._heartbeats.beat, now)
+                for executor in await anyio.to_thread.run_sync(
+                    self._heartbeats.claim_silent, now, after
+                ):
+                    await self._take_over(executor, after)
+            except Exception as error:
+                text = mask_url(" ".join(str(error).split())) or type(error).__name__
+                _log.warning(
+                    "pai-durable-dbos could not write executor %r's heartbeat or look for "
+                    "silent executors in %s (%s: %s); trying again in %.1f s",
+                    self.options.executor_id,
+                    self.options.display_url,
+                    type(error).__name__,
+                    text,
+                    interval,
+                )
+            await asyncio.sleep(interval)
+
+    async def _take_over(self, executor: str, after: float) -> None:
+        """Have DBOS resume the unfinished runs of the silent ``executor`` (claimed by this
+        process): any live process's queue takes them, this one's included."""
+        from dbos import DBOS
+
+        rows = await DBOS.list_workflows_async(
+            status=["PENDING"],
+            executor_id=executor,
+            name=WORKFLOW_NAME,
+            app_version=self.options.application_version,
+            load_input=False,
+            load_output=False,
+        )
+        ids = [row.workflow_id for row in rows]
+        if ids:
+            await DBOS.resume_workflows_async(ids)
+        _log.warning(
+            "executor %r was silent for more than %s s: %d of its durable runs resumed by "
+            "executor %r (%s)",
+            executor,
+            after,
+            len(ids),
+            self.options.executor_id,
+            ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""),
+        )
 
     # -- runs --------------------------------------------------------------------------------
 

@@ -81,8 +81,16 @@ class DbosOptions(BaseModel):
     ``PAI_DURABLE_EXECUTOR`` (``worker-1``, ``worker-2``: it is appended to the default) or set
     ``executor_id``. The engine refuses to start while another live process on this machine holds
     the same id on the same database (a lock file, released when that process dies, even by
-    ``kill -9``). Runs of a process that never comes back (a machine replaced) are not resumed
-    automatically: start a process with that executor id.
+    ``kill -9``).
+
+    ``takeover_after`` is how long (seconds) a process may go silent before a live process of
+    the same application version resumes its unfinished runs: every engine writes a heartbeat
+    into the system database every ``takeover_after / 5`` seconds, and claims the runs of an
+    executor whose last heartbeat is older than ``takeover_after`` (one live process claims
+    each). A process restarting within that time resumes its own runs. Set it above the longest
+    pause a live process may have (and the clock difference between machines); ``None``
+    (``false`` in ``pai.toml``) turns takeover off for this process (it neither heartbeats nor takes over): then runs of a process
+    that never comes back are resumed by ``pai runs resume`` or a process with its executor id.
 
     ``application_version`` is the version DBOS records runs under; DBOS resumes only runs of
     its own version. Leave the default (:data:`DEFAULT_APPLICATION_VERSION`): it changes only
@@ -121,6 +129,9 @@ class DbosOptions(BaseModel):
     """Seconds between DBOS's polls for runs to resume (DBOS's own default is 1)."""
     system_schema: str = "dbos"
     """The PostgreSQL schema of DBOS's tables (DBOS's default; ignored on SQLite)."""
+    takeover_after: float | None = 30.0
+    """Seconds of silence after which another executor's unfinished runs are taken over by a
+    live process (``None``, or ``false`` in ``pai.toml``: no heartbeat, no takeover)."""
     standby: bool = False
     """Wait in :meth:`~pai.durable_dbos.DbosEngine.start` while another live process on this
     machine holds the executor id, instead of refusing to start: a warm standby (DBOS already
@@ -198,6 +209,22 @@ class DbosOptions(BaseModel):
             raise ValueError(
                 f"executor_id {value!r} must be 1 to 128 letters, digits or _.:@/+- (for "
                 "example pai:web-1)"
+            )
+        return value
+
+    @field_validator("takeover_after", mode="before")
+    @classmethod
+    def _takeover_off(cls, value: object) -> object:
+        # TOML has no null: `takeover_after = false` turns takeover off.
+        return None if value is False else value
+
+    @field_validator("takeover_after")
+    @classmethod
+    def _check_takeover(cls, value: float | None) -> float | None:
+        if value is not None and (not math.isfinite(value) or not 0.5 <= value <= 86_400):
+            raise ValueError(
+                f"takeover_after={value!r} must be from 0.5 to 86400 seconds, or None to turn "
+                "takeover off"
             )
         return value
 
