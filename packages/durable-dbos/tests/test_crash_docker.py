@@ -46,10 +46,6 @@ PARALLEL = 4
 Docker and for their commands' sleeps)."""
 LABEL = "pai.namespace"
 
-CLAIMED_MARKER = "pai-sandbox: claimed by an earlier attempt"
-"""What the durable command wrapper prints when another attempt holds the command's claim
-(``pai.sandbox._receipts.CLAIMED_MARKER``)."""
-
 BEFORE_SANDBOX = ("instructions", "model:1", "tool:a:before")
 """The points where the first worker dies before its first command created the container."""
 
@@ -278,17 +274,11 @@ def check_chain(chain: DockerChain, expected: DockerChain, restart: str) -> None
     assert [(r["line"], r["exit_code"], r["stdout"], r["stderr"]) for r in resumed] == [
         (line, 0, f"wrote {line}\n", "") for line in lines
     ]
-    # Their output reached on_stdout once the command finished. Where the new process
-    # re-attached to a claim (it died while the command ran, or before the receipt), on_stdout
-    # first gets the wrapper's claim marker: a defect of pai.sandbox's DurableCommand, which
-    # streams the wrapper's own answer to the caller's callback (reported; tolerated here so
-    # that the fix does not break this test).
-    died_in = chain.point.split(":")[1] if chain.point.endswith((":command", ":output")) else ""
+    # Their output reached on_stdout once the command finished, and nothing else did: where the
+    # new process re-attached to a claim (it died while the command ran, or before the
+    # receipt), the wrapper's claim marker is not the command's output.
     for line, texts in chain.callbacks().items():
-        allowed = [[f"wrote {line}\n"]]
-        if line == died_in:
-            allowed.append([f"{CLAIMED_MARKER}\n", f"wrote {line}\n"])
-        assert texts in allowed, (line, texts)
+        assert texts == [f"wrote {line}\n"], (line, texts)
     assert sorted(chain.callbacks()) == lines
     resets = [r["environment_reset"] for r in resumed]
     assert resets == [chain.point in BEFORE_SANDBOX and i == 0 for i in range(len(resumed))]

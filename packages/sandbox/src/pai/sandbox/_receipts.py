@@ -221,6 +221,10 @@ class DurableCommand:
         found = await self._read_receipt(instance)
         if found is not None:
             return found
+        # The output is held until the run is known not to be a claimed one: the wrapper of a
+        # key an earlier attempt claimed prints only its marker, which is not the command's.
+        out: list[bytes] = []
+        err: list[bytes] = []
         raw = await instance.run(
             wrapper_script(self.name, self.command, self.timeout),
             cwd=self.cwd,
@@ -228,11 +232,15 @@ class DurableCommand:
             stdin=self.stdin,
             timeout=self.timeout,
             output_limit=self.output_limit,
-            on_stdout=self.on_stdout,
-            on_stderr=self.on_stderr,
+            on_stdout=None if self.on_stdout is None else out.append,
+            on_stderr=None if self.on_stderr is None else err.append,
         )
         if _is_claimed(raw):
             return await self.reattach(instance)
+        for callback, chunks in ((self.on_stdout, out), (self.on_stderr, err)):
+            if callback is not None:
+                for chunk in chunks:
+                    callback(chunk)
         await self._write_receipt(instance, raw)
         return raw
 

@@ -1431,10 +1431,13 @@ class SandboxProviderConformance:
                     await anyio.sleep(0.02)
             # Another worker (a session of its own) replays the call while it runs.
             second = self.sandbox(provider, key=first.key)
+            seen: list[str] = []
             with durable_call("run/6/0"):
-                results.append(await second.run_command(command))
+                results.append(await second.run_command(command, on_stdout=seen.append))
         # The first worker's answer and the second's, in whichever order they came.
         assert [(r.exit_code, r.stdout) for r in results] == [(0, "finished\n")] * 2
+        # The second worker's callback got the command's output, nothing of the re-attach.
+        assert "".join(seen) == "finished\n"
         assert await first.read_text("log.txt") == "line\n"
 
     async def test_a_durable_command_that_timed_out_is_recorded_as_timed_out(
