@@ -4,7 +4,7 @@ shows the API key."""
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from pai.core import ConfigError
 from pai.durable_temporal import DEFAULT_TARGET_HOST, TemporalEngine, TemporalOptions
@@ -26,13 +26,13 @@ def test_defaults() -> None:
 
 
 def test_an_api_key_turns_tls_on_unless_told_otherwise() -> None:
-    assert TemporalOptions(api_key=SECRET).use_tls is True
-    assert TemporalOptions(api_key=SECRET, tls=False).use_tls is False
+    assert TemporalOptions(api_key=SecretStr(SECRET)).use_tls is True
+    assert TemporalOptions(api_key=SecretStr(SECRET), tls=False).use_tls is False
     assert TemporalOptions(tls=True).use_tls is True
 
 
 def test_the_api_key_is_never_shown() -> None:
-    options = TemporalOptions(api_key=SECRET, target_host="ns.acct.tmprl.cloud:7233")
+    options = TemporalOptions(api_key=SecretStr(SECRET), target_host="ns.acct.tmprl.cloud:7233")
     assert SECRET not in repr(options)
     assert SECRET not in repr(TemporalEngine(options))
     assert SECRET not in str(options.model_dump())
@@ -73,7 +73,7 @@ def test_options_and_keywords_are_not_mixed() -> None:
 def test_options_are_frozen() -> None:
     options = TemporalOptions()
     with pytest.raises(ValidationError):
-        options.task_queue = "other"  # pyright: ignore[reportAttributeAccessIssue]
+        options.task_queue = "other"
 
 
 def test_importing_the_package_does_not_import_temporal() -> None:
