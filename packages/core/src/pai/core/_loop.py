@@ -244,13 +244,7 @@ class AgentLoop:
         staged = [next(ran) if isinstance(a, ToolCall) else a for a in answered]
         run.staged = staged
         run.history = run.history.extended(staged)
-        for step in range(1, agent.max_steps + 1):
-            offered = await self.offered(run, step)
-            response = await self.request(run, offered, step)
-            result = await self.complete(run, offered, response, step)
-            if result is not None:
-                return result
-        raise await self.step_limit(run)
+        return await self.steps(run)
 
     async def run_approved(self, run: Run, calls: Sequence[ToolCall]) -> list[Message]:
         """Run the approved ``calls`` (in parallel up to ``max_parallel_tool_calls``); their
@@ -320,14 +314,18 @@ class AgentLoop:
         """Run ``agent`` in ``thread`` from ``staged`` until it answers, needs external tool
         results, or runs out of steps; with ``emit``, stream its events there. ``lease`` is the
         thread's run lease the caller holds (every append passes it)."""
-        run = await self.begin(agent, thread, caller, staged, emit, lease)
-        for step in range(1, agent.max_steps + 1):
+        return await self.steps(await self.begin(agent, thread, caller, staged, emit, lease))
+
+    async def steps(self, run: Run) -> RunResult:
+        """Take the begun ``run``'s steps until it answers, needs tool results or approvals, or
+        runs out of steps."""
+        for step in range(1, run.agent.max_steps + 1):
             offered = await self.offered(run, step)
             response = await self.request(run, offered, step)
             result = await self.complete(run, offered, response, step)
             if result is not None:
-                if emit is not None:
-                    await emit(RunFinished(result))
+                if run.emit is not None:
+                    await run.emit(RunFinished(result))
                 return result
         raise await self.step_limit(run)
 
