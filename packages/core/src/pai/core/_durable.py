@@ -43,7 +43,7 @@ from __future__ import annotations
 import contextlib
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -193,10 +193,20 @@ class DurableRuns:
             data = await self.engine.run(spec)
         finally:
             self._emits.pop(spec.run_id, None)
-        result = _decode_result(data)
+        result = await self._read_result(data)
         if emit is not None:
             await emit(RunFinished(result))
         return result
+
+    async def _read_result(self, data: Json) -> RunResult:
+        """The run's result, its messages read from the thread where the run wrote them."""
+        try:
+            start, end = (int(n) for n in data["written"])
+            thread_id = str(data["thread_id"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise _unreadable(error) from error
+        there = await self._storage.get_messages(thread_id, start=start)
+        return _decode_result(data, there[: end - start])
 
     def _encode_identity(self, identity: object) -> Json:
         if self._identity is not None:
@@ -249,7 +259,6 @@ class DurableRuns:
             staged = await self._run_approved(spec, steps, agent, staged, approved)
         position = stored
         usage = NO_USAGE
-        written: list[Message] = [message_adapter.validate_python(m) for m in staged]
         for step in range(1, agent.max_steps + 1):
             recorded = await steps.step(
                 model_step(step),
@@ -306,19 +315,16 @@ class DurableRuns:
                 {"position": position, "messages": step_messages, "results": len(results)},
             )
             position += len(step_messages)
-            written.extend((message, *results))
             staged = []
             if external:
-                result = awaiting(
-                    agent, spec.thread_id, message.content, written, step, external, usage
-                )
+                result = awaiting(agent, spec.thread_id, message.content, (), step, external, usage)
             elif not message.tool_calls:
                 result = RunResult(
-                    spec.thread_id, "completed", message.content, written, step, (), usage
+                    spec.thread_id, "completed", message.content, (), step, (), usage
                 )
             else:
                 continue
-            return _encode_result(result)
+            return _encode_result(result, stored, position)
         error = StepLimitExceededError(
             f"agent {agent.name!r} used all {agent.max_steps} steps in thread "
             f"{spec.thread_id!r} without a final answer; raise define_agent(max_steps=...) or "
@@ -608,12 +614,14 @@ def _decode_response(data: Json) -> ModelResponse:
     return ModelResponse(message, Usage(int(tokens_in), int(tokens_out)), data["finish_reason"])
 
 
-def _encode_result(result: RunResult) -> Json:
+def _encode_result(result: RunResult, start: int, end: int) -> Json:
+    """The run's result as the engine records it: its messages by where they are in the thread
+    (``start`` to ``end``), not by value, so a result stays small whatever the tools returned."""
     return {
         "thread_id": result.thread_id,
         "status": result.status,
         "text": result.text,
-        "messages": [message_adapter.dump_python(m, mode="json") for m in result.messages],
+        "written": [start, end],
         "steps": result.steps,
         "pending": [call.model_dump(mode="json") for call in result.pending_tool_calls],
         "usage": [result.usage.input_tokens, result.usage.output_tokens],
@@ -621,24 +629,28 @@ def _encode_result(result: RunResult) -> Json:
     }
 
 
-def _decode_result(data: Json) -> RunResult:
+def _decode_result(data: Json, messages: Sequence[Message]) -> RunResult:
     try:
         tokens_in, tokens_out = data["usage"]
         return RunResult(
             data["thread_id"],
             data["status"],
             data["text"],
-            [message_adapter.validate_python(m) for m in data["messages"]],
+            messages,
             int(data["steps"]),
             tuple(ToolCall.model_validate(c) for c in data["pending"]),
             Usage(int(tokens_in), int(tokens_out)),
             tuple(ToolCall.model_validate(c) for c in data.get("approvals", ())),
         )
     except (KeyError, TypeError, ValueError) as error:
-        raise DurabilityError(
-            f"a durable run's result could not be read ({error!r}); it was not made by this "
-            "release of PAI"
-        ) from error
+        raise _unreadable(error) from error
+
+
+def _unreadable(error: Exception) -> DurabilityError:
+    return DurabilityError(
+        f"a durable run's result could not be read ({error!r}); it was not made by this "
+        "release of PAI"
+    )
 
 
 __all__ = ["DurableRuns"]
