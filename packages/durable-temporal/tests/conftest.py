@@ -5,12 +5,24 @@ picks trio itself)."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+import traceback
 from collections.abc import Iterator
 
 import pytest
 
 from pai.durable_temporal.testing import start_dev_server
+
+if sys.version_info[:2] == (3, 11) and hasattr(
+    traceback, "_extract_caret_anchors_from_line_segment"
+):
+    # CPython 3.11 keeps the AST constructor's recursion depth in interpreter-wide state: two
+    # threads formatting tracebacks at once (3.11 parses each line's source to place its
+    # ^~~ carets), as Temporal's worker threads and the test's do, corrupt it for good, and
+    # every later ast.parse in the process (pytest's assertion rewriting) raises SystemError.
+    # The carets are not worth it here.
+    traceback._extract_caret_anchors_from_line_segment = lambda segment: None  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class DevServer:
