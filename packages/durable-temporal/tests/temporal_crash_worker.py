@@ -1,22 +1,23 @@
-"""A worker process of the crash tests: a durable run on Temporal whose steps log what they do,
-and can kill their own process with SIGKILL at a point.
+"""The durable run the tests drive through a real runtime, in-process and as worker processes
+that kill themselves.
 
-The run (a fake host, without a runtime): ``pai.app/history``, ``pai.model/1``, two tool calls
-at once (lines ``a`` and ``b``), ``pai.append/1``, a third tool call (``c``), ``pai.append/2``,
-``pai.end``. The tool's side effect appends ``<durable call id>\\t<line>`` to ``lines.txt``
-unless that call id is already there (an idempotent effect, keyed as PAI advises).
+The run: step 1 calls the tool ``append`` twice at once (lines ``a`` and ``b``), step 2 once
+(``c``), step 3 answers ``done``. The tool's side effect appends ``<durable call id>\\t<line>``
+to ``lines.txt`` unless that call id is already there (an idempotent effect, keyed as PAI
+advises).
 
 As a script::
 
-    python temporal_crash_worker.py DIR first TARGET QUEUE    # start the run (spec.json)
-    python temporal_crash_worker.py DIR second TARGET QUEUE   # wait for DIR/go, then serve
-                                                              # the queue and attach to the run
+    python temporal_crash_worker.py DIR first TARGET QUEUE    # create thread "t", send "go"
+    python temporal_crash_worker.py DIR second TARGET QUEUE   # import, wait for DIR/go, then
+                                                              # serve the queue and attach
 
-``DIR/events.log`` gets ``<unix time> <role> <event>`` lines: ``started``, ``serving`` (the
-worker polls), ``body <step>`` when a step's work starts, and each kill point reached. With
-``PAI_CRASH_AT=<point>`` the process kills itself with SIGKILL at that point (see
-:data:`CRASH_POINTS`). The result is written to ``result.json`` by whichever role finished the
-run.
+Both share the thread storage ``DIR/threads.sqlite``. ``DIR/events.log`` gets
+``<unix time> <role> <event>`` lines: ``started``, ``serving`` (the worker polls the queue),
+``step <name>`` when a step's work starts in that worker, each point a step's work reached (:data:`CRASH_POINTS`), ``finished``. With
+``PAI_CRASH_AT=<point>`` the process kills itself with SIGKILL at that point. The role that
+finishes the run writes ``result.json`` (status, text, the thread's messages); the first writes
+the run's spec to ``spec.json`` before starting it.
 """
 
 from __future__ import annotations
@@ -33,42 +34,72 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from pai.core import RunSpec, Steps  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
+
+from pai.core import (  # noqa: E402
+    AgentRuntime,
+    DurableHost,
+    ModelRequest,
+    RunSpec,
+    SqliteStorage,
+    Steps,
+    Storage,
+    ToolContext,
+    create_agent_runtime,
+    define_agent,
+    define_tool,
+    message_adapter,
+)
+from pai.core.testing import FunctionModel, text, tool_call, tool_calls  # noqa: E402
 
 HEARTBEAT_TIMEOUT = 2.0
 """The tests' heartbeat timeout: a dead worker's step is given to another within about this."""
 
 CRASH_POINTS = (
-    "history",
+    "instructions",
     "model:1",
     "tool:a:before",
     "tool:a:after",
     "tool:b:after",
     "append:1",
+    "model:2",
     "tool:c:before",
     "tool:c:after",
     "append:2",
-    "end",
+    "model:3",
+    "append:3",
 )
-"""Where the first worker can die: inside a step's work (``tool:x:before``/``after``: around
-the tool's side effect; the others right after the step's work was done, before Temporal
-recorded it)."""
+"""Where a worker can die: inside the instructions function, inside the model call of step
+``n``, inside the tool body for line ``x`` before and after its side effect, and right after the
+``n``-th append to the thread committed (before Temporal recorded the step)."""
 
 BODIES = (
-    "pai.app/history",
-    "pai.model/1",
-    "pai.tool/1/0/append",
-    "pai.tool/1/1/append",
-    "pai.append/1",
-    "pai.tool/2/0/append",
-    "pai.append/2",
-    "pai.end",
+    "instructions",
+    "model:1",
+    "tool:a",
+    "tool:b",
+    "append:1",
+    "model:2",
+    "tool:c",
+    "append:2",
+    "model:3",
+    "append:3",
 )
-"""The step bodies of an uncrashed run, in order (the two tool calls of step 1 run at once)."""
+"""The run's step bodies as the events name them, in the order of an uncrashed run (``tool:a``
+and ``tool:b`` run at once)."""
+
+_STEP_OF_LENGTH = {4: 1, 6: 2, 7: 3}
+"""Which step's append leaves the thread that long."""
+
+
+class Line(BaseModel):
+    line: str
 
 
 class Scenario:
-    def __init__(self, folder: Path, role: str, crash_at: str | None) -> None:
+    """The run's world: where the tool writes, where events go, and where to die."""
+
+    def __init__(self, folder: Path, role: str = "first", crash_at: str | None = None) -> None:
         self.folder = folder
         self.role = role
         self.crash_at = crash_at
@@ -79,67 +110,82 @@ class Scenario:
             out.write(f"{time.time():.6f} {self.role} {name}\n")
 
     def point(self, name: str) -> None:
+        """Record that the run reached ``name``, and die there if told to."""
         self.event(name)
         if name == self.crash_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
+    def build(self, storage: Storage, engine: Any | None) -> AgentRuntime:
+        async def append(ctx: ToolContext[Line, Any]) -> str:
+            line = ctx.input.line
+            self.point(f"tool:{line}:before")
+            key = ctx.durable_call_id or f"plain/{line}"
+            written = self.lines.read_text().splitlines() if self.lines.exists() else []
+            if not any(entry.split("\t")[0] == key for entry in written):
+                with self.lines.open("a") as out:
+                    out.write(f"{key}\t{line}\n")
+            self.point(f"tool:{line}:after")
+            return f"appended {line}"
 
-class CrashHost:
-    """The run's workflow code and its steps' work (see the module's docstring)."""
+        def model(request: ModelRequest) -> Any:
+            self.point(f"model:{request.step}")
+            if request.step == 1:
+                return tool_calls(
+                    ("append", {"line": "a"}), ("append", {"line": "b"}), ids=["x", "y"]
+                )
+            if request.step == 2:
+                return tool_call("append", {"line": "c"}, id="z")
+            return text("done")
 
-    def __init__(self, scenario: Scenario) -> None:
+        def instructions(run: Any) -> str:
+            self.point("instructions")
+            return f"you help {run.scope_key}"
+
+        agent = define_agent(
+            name="main",
+            model=FunctionModel(model),
+            instructions=instructions,
+            tools={
+                "append": define_tool(
+                    id="append", description="append a line", input_schema=Line, execute=append
+                )
+            },
+        )
+        return create_agent_runtime(
+            agent=agent, storage=storage, scope_key=lambda identity: "acme", durability=engine
+        )
+
+
+class CrashingStorage(SqliteStorage):
+    """SQLite thread storage that passes ``append:<n>`` once step ``n``'s append committed."""
+
+    def __init__(self, path: Path, scenario: Scenario) -> None:
+        super().__init__(path)
+        self.scenario = scenario
+
+    async def append_messages(self, thread_id: str, messages: Any, *, lease: Any = None) -> None:
+        await super().append_messages(thread_id, messages, lease=lease)
+        length = len(await self.get_messages(thread_id))
+        self.scenario.point(f"append:{_STEP_OF_LENGTH.get(length, length)}")
+
+
+class LoggingHost:
+    """``host``, logging ``step <name>`` when a step's work starts in this process."""
+
+    def __init__(self, host: DurableHost, scenario: Scenario) -> None:
+        self.host = host
         self.scenario = scenario
 
     async def execute(self, spec: RunSpec, steps: Steps) -> Any:
-        await steps.step("pai.app/history", {})
-        await steps.step("pai.model/1", {})
-        first = await steps.gather(
-            [
-                ("pai.tool/1/0/append", {"step": 1, "index": 0, "line": "a"}),
-                ("pai.tool/1/1/append", {"step": 1, "index": 1, "line": "b"}),
-            ],
-            limit=4,
-        )
-        await steps.step("pai.append/1", {})
-        second = await steps.step("pai.tool/2/0/append", {"step": 2, "index": 0, "line": "c"})
-        await steps.step("pai.append/2", {})
-        await steps.step("pai.end", {})
-        return {"status": "completed", "tools": [*first, second]}
+        return await self.host.execute(spec, steps)
 
     async def perform(self, spec: RunSpec, name: str, payload: Any) -> Any:
-        scenario = self.scenario
-        scenario.event(f"body {name}")
-        if name.startswith("pai.tool/"):
-            line = payload["line"]
-            scenario.point(f"tool:{line}:before")
-            key = f"{spec.run_id}/{payload['step']}/{payload['index']}"  # a durable call id
-            written = scenario.lines.read_text().splitlines() if scenario.lines.exists() else []
-            if not any(entry.split("\t")[0] == key for entry in written):
-                with scenario.lines.open("a") as out:
-                    out.write(f"{key}\t{line}\n")
-            scenario.point(f"tool:{line}:after")
-            return f"appended {line}"
-        short = {
-            "pai.app/history": "history",
-            "pai.model/1": "model:1",
-            "pai.append/1": "append:1",
-            "pai.append/2": "append:2",
-            "pai.end": "end",
-        }[name]
-        scenario.point(short)
-        return {"done": name}
+        self.scenario.event(f"step {name}")
+        return await self.host.perform(spec, name, payload)
 
 
-def run_spec(queue: str) -> RunSpec:
-    return RunSpec(
-        run_id=f"run-on-{queue}",
-        kind="send",
-        thread_id="t",
-        agent_name="main",
-        scope_key="acme",
-        user_key=None,
-        staged=("go",),
-    )
+def dumped(messages: Any) -> list[Any]:
+    return [message_adapter.dump_python(m, mode="json") for m in messages]
 
 
 async def main(folder: Path, role: str, target: str, queue: str) -> None:
@@ -155,26 +201,38 @@ async def main(folder: Path, role: str, target: str, queue: str) -> None:
 
         while not (folder / "go").exists():  # noqa: ASYNC110
             await asyncio.sleep(0.01)
-    engine = TemporalEngine(
+
+    class RecordingEngine(TemporalEngine):
+        async def start(self, host: DurableHost) -> None:
+            await super().start(LoggingHost(host, scenario))
+
+        async def run(self, spec: RunSpec) -> Any:
+            if not spec_file.exists():
+                spec_file.write_text(json.dumps(spec.to_json()))
+            return await super().run(spec)
+
+    engine = RecordingEngine(
         target_host=target,
         task_queue=queue,
         identity=role,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
         shutdown_grace=0,
     )
-    await engine.start(CrashHost(scenario))
-    scenario.event("serving")
-    try:
+    storage = CrashingStorage(folder / "threads.sqlite", scenario)
+    async with scenario.build(storage, engine) as runtime:
+        scenario.event("serving")
         if role == "first":
-            spec = run_spec(queue)
-            spec_file.write_text(json.dumps(spec.to_json()))
+            thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+            result = await thread.send("go")
+            outcome: Any = {"status": result.status, "text": result.text}
         else:
             spec = RunSpec.from_json(json.loads(spec_file.read_text()))
-        result = await engine.run(spec)
-    finally:
-        await engine.aclose()
+            data = await engine.run(spec)
+            outcome = {"status": data["status"], "text": data["text"]}
+        outcome["messages"] = dumped(await storage.get_messages("t"))
+    await storage.aclose()
     scenario.event("finished")
-    (folder / "result.json").write_text(json.dumps(result))
+    (folder / "result.json").write_text(json.dumps(outcome))
 
 
 if __name__ == "__main__":
