@@ -162,3 +162,25 @@ def test_trio_is_refused_with_a_clear_error() -> None:
 
     with pytest.raises(DurabilityError, match="asyncio only"):
         trio.run(main)
+
+
+async def test_a_workflow_input_pai_did_not_record_fails_the_run(temporal: str) -> None:
+    from temporalio.client import Client, WorkflowFailureError
+    from temporalio.exceptions import ApplicationError
+
+    task_queue = queue()
+    durable = engine(temporal, task_queue)
+    await durable.start(FakeHost())
+    try:
+        client = await Client.connect(temporal)
+        handle = await client.start_workflow(
+            "pai.durable_run", "[1, 2]", id=f"odd-{uuid.uuid4().hex}", task_queue=task_queue
+        )
+        with pytest.raises(WorkflowFailureError) as caught:
+            await asyncio.wait_for(handle.result(), 30)
+        cause = caught.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == "DurabilityError"
+        assert "RunSpec.to_json()" in cause.message
+    finally:
+        await durable.aclose()

@@ -247,13 +247,14 @@ class DurableRun:
                 f"no TemporalEngine serves task queue {task_queue!r} in this process"
             )
         served = found[-1]
-        spec = RunSpec.from_json(decode(spec_text, "a durable run's input"))
-        what = f"the result of durable run {spec.run_id!r}"
         try:
+            # An input PAI cannot read fails the run (Temporal would retry a failed workflow
+            # task for ever).
+            spec = RunSpec.from_json(decode(spec_text, "a durable run's input"))
             result = await served.host.execute(
                 spec, TemporalSteps(spec_text, spec.run_id, served.options)
             )
-            return encode(result, what)
+            return encode(result, f"the result of durable run {spec.run_id!r}")
         except (FailureError, workflow.NondeterminismError):
             raise
         except Exception as error:
