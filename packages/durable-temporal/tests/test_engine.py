@@ -184,3 +184,19 @@ async def test_a_workflow_input_pai_did_not_record_fails_the_run(temporal: str) 
         assert "RunSpec.to_json()" in cause.message
     finally:
         await durable.aclose()
+
+
+async def test_a_step_longer_than_the_heartbeat_timeout_is_not_taken_for_dead(
+    temporal: str,
+) -> None:
+    # Step b runs 3.5 s with heartbeat_timeout 2: its heartbeats keep it alive, so Temporal
+    # neither times it out nor gives it to another attempt.
+    host = FakeHost(delays={"b": 3.5})
+    durable = engine(temporal, queue())
+    await durable.start(host)
+    try:
+        result = await durable.run(spec(f"run-{uuid.uuid4().hex}"))
+        assert result["pair"][0] == {"step": "b", "payload": {"n": 2}}
+        assert host.calls.count("b") == 1
+    finally:
+        await durable.aclose()
