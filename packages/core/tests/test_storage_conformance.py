@@ -185,6 +185,22 @@ class ReclaimKeepsTheToken(InMemoryStorage):
         return lease
 
 
+class NoBlobs(InMemoryStorage):
+    put_blob = get_blob = delete_blobs = None  # not a BlobStore
+
+
+class LikePrefix(InMemoryStorage):
+    async def delete_blobs(self, thread_id, prefix):
+        import re
+
+        pattern = re.compile(re.escape(prefix).replace("%", ".*").replace("_", "."), re.S)
+        entry = self._threads.get(thread_id)
+        doomed = [key for key in (entry.blobs if entry else ()) if pattern.match(key)]
+        for key in doomed:
+            del entry.blobs[key]
+        return len(doomed)
+
+
 class NeverExpires(InMemoryStorage):
     def __init__(self):
         super().__init__(clock=lambda: datetime(2024, 1, 1, tzinfo=UTC))
@@ -248,6 +264,14 @@ class TestKeepsObjects(StorageConformance):
 
 class TestWithoutReopen(StorageConformance):
     create_storage = InMemoryStorage
+
+
+class TestNoBlobs(StorageConformance):
+    create_storage = NoBlobs
+
+
+class TestLikePrefix(StorageConformance):
+    create_storage = LikePrefix
 """
 
 
@@ -404,3 +428,22 @@ def test_suite_catches_leases_that_never_expire(pytester: pytest.Pytester) -> No
         "test_a_stale_release_does_not_free_the_current_lease",
         "test_renewing_a_lease_taken_over_or_released_raises_lease_lost",
     } <= run_suite(pytester, "TestNeverExpires").failed
+
+
+def test_suite_skips_blobs_saying_why_for_a_storage_without_blob_store(
+    pytester: pytest.Pytester,
+) -> None:
+    outcome = run_suite(pytester, "TestNoBlobs")
+    assert outcome.failed == set()
+    blob_tests = {name: why for name, why in outcome.skipped.items() if "blob" in name}
+    assert len(blob_tests) >= 8, outcome.skipped
+    for reason in blob_tests.values():
+        assert "does not implement BlobStore" in reason or "does not implement reopen" in reason
+
+
+def test_suite_catches_a_prefix_delete_that_treats_percent_and_underscore_as_wildcards(
+    pytester: pytest.Pytester,
+) -> None:
+    assert run_suite(pytester, "TestLikePrefix").failed == {
+        "test_deleting_blobs_by_prefix_counts_and_leaves_the_rest"
+    }

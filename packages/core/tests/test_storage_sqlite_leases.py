@@ -60,7 +60,7 @@ async def test_a_version_1_database_gains_run_leases_and_keeps_its_threads(tmp_p
     finally:
         await store.aclose()
 
-    assert schema_of(path) == (2, ["counters", "messages", "run_leases", "threads"])
+    assert schema_of(path) == (3, ["blobs", "counters", "messages", "run_leases", "threads"])
     again = SqliteStorage(path)  # opening the migrated file again changes nothing
     try:
         lease = await again.acquire_run("t1", holder="second open", ttl=30)
@@ -93,7 +93,7 @@ async def test_two_stores_opening_a_version_1_file_at_once_migrate_it_once(tmp_p
             await store.aclose()
 
     assert sum(lease is not None for lease in leases) == 1
-    assert schema_of(path)[0] == 2
+    assert schema_of(path)[0] == 3
 
 
 async def test_deleting_a_thread_removes_its_lease_row(tmp_path: Path) -> None:

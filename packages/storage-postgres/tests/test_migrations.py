@@ -188,3 +188,33 @@ async def test_a_schema_at_version_1_is_upgraded_on_open(
         assert [m.content for m in await storage.get_messages("t1")] == ["hi"]  # type: ignore[union-attr]
     finally:
         await storage.aclose()
+
+
+async def test_a_version_2_schema_gains_blobs_and_keeps_its_threads(
+    postgres_url: str, schemas: TestSchemas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pai.storage_postgres import _schema
+
+    schema = schemas.fresh()
+    with monkeypatch.context() as before_blobs:  # the code as it was at schema version 2
+        before_blobs.setattr(_schema, "MIGRATIONS", _schema.MIGRATIONS[:2])
+        before_blobs.setattr(_schema, "LATEST_VERSION", 2)
+        old = PostgresStorage(postgres_url, schema=schema)
+        try:
+            await old.create_thread(ThreadRecord(id="t1", scope_key="acme", agent_name="a"))
+            await old.append_messages("t1", [UserMessage(content="old")])
+        finally:
+            await old.aclose()
+    assert [version for version, _ in _ledger(postgres_url, schema)] == [1, 2]
+
+    storage = PostgresStorage(postgres_url, schema=schema)
+    try:
+        assert list(await storage.get_messages("t1")) == [UserMessage(content="old")]
+        await storage.put_blob("t1", "step/1", b"\x00new")
+        assert await storage.get_blob("t1", "step/1") == b"\x00new"
+        assert list(await storage.delete_thread("t1")) == ["t1"]
+        assert await storage.get_blob("t1", "step/1") is None
+    finally:
+        await storage.aclose()
+    assert _ledger(postgres_url, schema)[-1] == (3, "blobs kept with a thread")
+    assert LATEST_VERSION == 3

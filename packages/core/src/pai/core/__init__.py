@@ -167,6 +167,9 @@ if TYPE_CHECKING:
     from pai.core._scope import ScopeKind as ScopeKind
     from pai.core._scope import derive_instance_key as derive_instance_key
     from pai.core._scope import instance_key as instance_key
+    from pai.core._storage import MAX_BLOB_BYTES as MAX_BLOB_BYTES
+    from pai.core._storage import MAX_BLOB_KEY_LENGTH as MAX_BLOB_KEY_LENGTH
+    from pai.core._storage import BlobStore as BlobStore
     from pai.core._storage import RunLease as RunLease
     from pai.core._storage import Storage as Storage
     from pai.core._storage import ThreadRecord as ThreadRecord
@@ -333,6 +336,9 @@ _SOURCES: dict[str, str] = {
     "RunInfo": "pai.core._realtime",
     "RunRefused": "pai.core._realtime",
     "run_channel_for": "pai.core._realtime",
+    "BlobStore": "pai.core._storage",
+    "MAX_BLOB_BYTES": "pai.core._storage",
+    "MAX_BLOB_KEY_LENGTH": "pai.core._storage",
     "RunLease": "pai.core._storage",
     "Storage": "pai.core._storage",
     "ThreadRecord": "pai.core._storage",
@@ -346,13 +352,14 @@ _SOURCES: dict[str, str] = {
 }
 """Where each public name is defined: imported from there on first use."""
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted() order (test_lazy_imports checks it)
     "AcquireInput",
     "AdminClient",
     "Agent",
     "AgentEntry",
     "AgentRuntime",
     "AssistantMessage",
+    "BlobStore",
     "Capabilities",
     "Capability",
     "CapabilityAcquireError",
@@ -390,6 +397,8 @@ __all__ = [
     "InMemoryStorage",
     "InstructionsInput",
     "InvalidThreadIdError",
+    "MAX_BLOB_BYTES",
+    "MAX_BLOB_KEY_LENGTH",
     "Message",
     "Model",
     "ModelAuthenticationError",

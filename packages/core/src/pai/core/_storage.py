@@ -66,6 +66,26 @@ A backend whose calls can be cancelled half way (a network round trip) lets a ca
 ``acquire_run`` either take no lease or return the one it took (shield the round trip): a lease
 taken but never returned keeps the thread busy for ``ttl`` and is then reported as interrupted.
 
+Blobs. A backend may also keep *blobs with a thread* by implementing :class:`BlobStore`
+(optional: ``isinstance(storage, BlobStore)`` tells; a runtime works without it). A blob is
+``bytes`` under a key in one thread, for data too large for a message or for the records of a
+durability engine (a step's output):
+
+- ``put_blob(thread_id, key, data)`` stores ``data`` under ``key``, replacing what was there; an
+  unknown thread is a :class:`ThreadNotFoundError`. ``get_blob`` returns the bytes, or ``None``
+  when the key or the thread is absent;
+- ``delete_blobs(thread_id, prefix)`` deletes the thread's blobs whose key starts with
+  ``prefix`` (``""``: all of them) and returns how many; keys are arbitrary text, so ``%`` and
+  ``_`` in a prefix are plain characters;
+- a key is a non-empty ``str`` of at most :data:`MAX_BLOB_KEY_LENGTH` characters and a blob at
+  most :data:`MAX_BLOB_BYTES` bytes (a :class:`ValueError` otherwise, before anything is stored);
+  keys are compared exactly, as every ``str`` is, lone surrogates included;
+- ``delete_thread`` removes the blobs of every thread it deletes; blobs are not messages
+  (``get_messages`` never returns them), and every object over the same data sees them.
+
+A backend with tables keeps a ``blobs`` table keyed by ``(thread_id, key)``, removed with the
+thread, and deletes a prefix by a key range (``key >= prefix AND key < the next prefix``).
+
 A failure of the backend itself (the database cannot be opened or has a newer schema, the storage
 was closed, what it holds is corrupt) is a :class:`~pai.core.StorageError`, whose message names
 the storage and what to do; the built-in stores raise nothing else for it.
@@ -77,7 +97,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from pai.core._messages import Message
 
@@ -141,6 +161,52 @@ def run_lease_lost_message(lease: RunLease) -> str:
     )
 
 
+MAX_BLOB_BYTES: Final = 64 * 1024 * 1024
+"""The largest blob a :class:`BlobStore` keeps: 64 MiB."""
+
+MAX_BLOB_KEY_LENGTH: Final = 512
+"""The longest key of a blob, in characters."""
+
+
+def check_blob_key(key: str, where: str) -> str:
+    """``key`` when it is a blob key (a non-empty ``str`` of at most
+    :data:`MAX_BLOB_KEY_LENGTH` characters); a :class:`ValueError` (a :class:`TypeError` for
+    another type) naming ``where`` otherwise."""
+    if not isinstance(key, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"{where}(key={key!r}): a blob key is a str, e.g. 'step/3/output'")
+    if not key or len(key) > MAX_BLOB_KEY_LENGTH:
+        raise ValueError(
+            f"{where}(key of {len(key)} characters): a blob key is a non-empty str of at most "
+            f"{MAX_BLOB_KEY_LENGTH} characters (MAX_BLOB_KEY_LENGTH)"
+        )
+    return key
+
+
+def check_blob_data(data: bytes, where: str) -> bytes:
+    """``data`` as ``bytes`` when it is at most :data:`MAX_BLOB_BYTES` long; a
+    :class:`ValueError` (a :class:`TypeError` when it is not ``bytes``) naming ``where``
+    otherwise."""
+    if not isinstance(data, bytes):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"{where}(data of type {type(data).__name__}): a blob is bytes; pass bytes(data)"
+        )
+    if len(data) > MAX_BLOB_BYTES:
+        raise ValueError(
+            f"{where}(data of {len(data)} bytes): a blob holds at most {MAX_BLOB_BYTES} bytes "
+            "(64 MiB, MAX_BLOB_BYTES); split it over several keys, or keep it elsewhere and "
+            "store a reference"
+        )
+    return data if type(data) is bytes else bytes(data)
+
+
+def check_blob_prefix(prefix: str, where: str) -> str:
+    """``prefix`` when it is a ``str`` (``""`` matches every key); a :class:`TypeError`
+    naming ``where`` otherwise."""
+    if not isinstance(prefix, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"{where}(prefix={prefix!r}): a key prefix is a str ('' for every key)")
+    return prefix
+
+
 @runtime_checkable
 class Storage(Protocol):
     """Where a runtime keeps threads and messages. All methods are safe to call concurrently."""
@@ -201,4 +267,41 @@ class Storage(Protocol):
 
     async def aclose(self) -> None:
         """Release connections. Stored data stays."""
+        ...
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """Blobs kept with a thread: an optional part of a :class:`Storage` (``isinstance(storage,
+    BlobStore)`` tells whether a storage has it).
+
+    A blob is up to :data:`MAX_BLOB_BYTES` of ``bytes`` under a key (a non-empty ``str`` of at
+    most :data:`MAX_BLOB_KEY_LENGTH` characters) in one thread, deleted with the thread. It is
+    for data kept beside a thread rather than in it, such as a durable run's large step outputs.
+
+    Example::
+
+        if isinstance(storage, BlobStore):
+            await storage.put_blob("t1", "run-1/step-3", data)
+            assert await storage.get_blob("t1", "run-1/step-3") == data
+            await storage.delete_blobs("t1", "run-1/")  # every blob of run-1
+    """
+
+    async def put_blob(self, thread_id: str, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` in the thread, replacing what was there.
+
+        Raises :class:`ThreadNotFoundError` if the thread does not exist, and
+        :class:`ValueError` for an empty key, one over :data:`MAX_BLOB_KEY_LENGTH` characters,
+        or ``data`` over :data:`MAX_BLOB_BYTES` bytes.
+        """
+        ...
+
+    async def get_blob(self, thread_id: str, key: str) -> bytes | None:
+        """The bytes stored under ``key`` in the thread; ``None`` when there are none (or the
+        thread does not exist)."""
+        ...
+
+    async def delete_blobs(self, thread_id: str, prefix: str) -> int:
+        """Delete the thread's blobs whose key starts with ``prefix`` (``""``: all of them);
+        return how many were deleted (0 for an unknown thread)."""
         ...

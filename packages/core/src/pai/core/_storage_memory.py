@@ -10,6 +10,7 @@ what they return, not the number of threads stored.
 
 Run leases live beside the threads (one per thread, dropped with it) and take their tokens from
 one counter of the store; their clock is ``datetime.now(UTC)`` unless a test passes another.
+Blobs (:class:`~pai.core.BlobStore`) live in a dict of their thread, dropped with it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from typing import TYPE_CHECKING
 
 from pai.core._errors import RunLeaseLostError, ThreadExistsError, ThreadNotFoundError
 from pai.core._messages import AssistantMessage, ErrorMessage, UserMessage
-from pai.core._storage import RunLease, check_ttl, run_lease_lost_message
+from pai.core._storage import (
+    RunLease,
+    check_blob_data,
+    check_blob_key,
+    check_blob_prefix,
+    check_ttl,
+    run_lease_lost_message,
+)
 from pai.core._storage_codec import decode_message, encode_message
 
 if TYPE_CHECKING:
@@ -110,7 +118,7 @@ def _utc_now() -> datetime:
 
 
 class _Thread:
-    __slots__ = ("lease", "lease_released", "messages", "record", "seq")
+    __slots__ = ("blobs", "lease", "lease_released", "messages", "record", "seq")
 
     def __init__(self, record: ThreadRecord, seq: int) -> None:
         self.record = record
@@ -120,6 +128,8 @@ class _Thread:
         self.lease: RunLease | None = None
         """The thread's current run lease, if one was ever taken."""
         self.lease_released = False
+        self.blobs: dict[str, bytes] = {}
+        """The thread's blobs by key (``bytes`` are immutable: kept and returned as they are)."""
 
 
 class InMemoryStorage:
@@ -291,6 +301,41 @@ class InMemoryStorage:
         entry = self._threads.get(lease.thread_id)
         if entry is not None and _is_current(entry, lease):
             entry.lease_released = True
+
+    async def put_blob(self, thread_id: str, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` in the thread, replacing what was there.
+
+        Raises :class:`ThreadNotFoundError` for an unknown thread and :class:`ValueError` for
+        a key or data over the limits (:data:`~pai.core.MAX_BLOB_KEY_LENGTH`,
+        :data:`~pai.core.MAX_BLOB_BYTES`).
+        """
+        check_blob_key(key, "put_blob")
+        data = check_blob_data(data, "put_blob")
+        entry = self._threads.get(thread_id)
+        if entry is None:
+            raise ThreadNotFoundError(thread_id)
+        entry.blobs[key] = data
+
+    async def get_blob(self, thread_id: str, key: str) -> bytes | None:
+        """The bytes under ``key`` in the thread; ``None`` when absent (or no such thread)."""
+        check_blob_key(key, "get_blob")
+        entry = self._threads.get(thread_id)
+        return None if entry is None else entry.blobs.get(key)
+
+    async def delete_blobs(self, thread_id: str, prefix: str) -> int:
+        """Delete the thread's blobs whose key starts with ``prefix`` (``""``: all); how many."""
+        check_blob_prefix(prefix, "delete_blobs")
+        entry = self._threads.get(thread_id)
+        if entry is None:
+            return 0
+        if not prefix:
+            count = len(entry.blobs)
+            entry.blobs.clear()
+            return count
+        doomed = [key for key in entry.blobs if key.startswith(prefix)]
+        for key in doomed:
+            del entry.blobs[key]
+        return len(doomed)
 
     async def aclose(self) -> None:
         """Nothing to release: the storage stays usable and keeps its data."""

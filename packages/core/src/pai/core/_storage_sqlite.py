@@ -23,6 +23,13 @@ file sees one order of acquisitions. Their clock is the machine's (``time.time()
 process on a local file shares. A database of schema version 1 (before leases) gains the tables
 the first time it is opened.
 
+Blobs (:class:`~pai.core.BlobStore`) live in the ``blobs`` table (schema version 3; an older
+database gains it the first time it is opened), keyed by ``(thread_id, key)`` and deleted with
+their thread. A key is stored as its UTF-8 bytes (lone surrogates kept), always a ``BLOB``, which
+SQLite compares bytewise: the keys starting with a prefix are one range of the primary key. A
+write of a large blob to a file goes to a worker thread (its pages count towards the next
+checkpoint).
+
 Durability. A file database runs in WAL mode with ``synchronous = NORMAL``: a committed append
 survives the process crashing or being killed; after a power loss or an operating-system crash
 the last commits before it may be rolled back, never corrupting the database (SQLite's guarantee
@@ -56,7 +63,15 @@ from pai.core._errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from pai.core._storage import RunLease, ThreadRecord, check_ttl, run_lease_lost_message
+from pai.core._storage import (
+    RunLease,
+    ThreadRecord,
+    check_blob_data,
+    check_blob_key,
+    check_blob_prefix,
+    check_ttl,
+    run_lease_lost_message,
+)
 from pai.core._storage_codec import decode_message, encode_message, from_sql_text, to_sql_text
 from pai.core._storage_memory import parent_first, thread_exists_message
 
@@ -70,7 +85,7 @@ __all__ = ["SqliteStorage"]
 _T = TypeVar("_T")
 _log = logging.getLogger("pai.core.storage")
 
-_SCHEMA_VERSION: Final = 2
+_SCHEMA_VERSION: Final = 3
 
 _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS threads (
@@ -103,6 +118,14 @@ _SCHEMA: Final = (
         value INTEGER NOT NULL
     ) WITHOUT ROWID""",
     "INSERT OR IGNORE INTO counters (name, value) VALUES ('run_lease_token', 0)",
+    # Version 3: blobs kept with a thread. key is the key's UTF-8 bytes (surrogatepass), always
+    # a BLOB, so keys compare bytewise and a prefix is a range. A rowid table: its rows are large.
+    """CREATE TABLE IF NOT EXISTS blobs (
+        thread_id TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+        key BLOB NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (thread_id, key)
+    )""",
     f"PRAGMA user_version = {_SCHEMA_VERSION}",
 )
 """Every statement makes what is missing and keeps what is there, so the same list creates a new
@@ -119,6 +142,13 @@ _COLUMNS: Final = {
         "messages": ("thread_id", "seq", "json"),
         "run_leases": ("thread_id", "token", "holder", "expires_at", "released"),
         "counters": ("name", "value"),
+    },
+    3: {
+        "threads": ("id", "scope_key", "agent_name", "parent_thread_id", "created_at", "seq"),
+        "messages": ("thread_id", "seq", "json"),
+        "run_leases": ("thread_id", "token", "holder", "expires_at", "released"),
+        "counters": ("name", "value"),
+        "blobs": ("thread_id", "key", "data"),
     },
 }
 """Per schema version, its tables and their columns: a database of that version has them."""
@@ -150,6 +180,23 @@ _NEXT_TOKEN: Final = "UPDATE counters SET value = value + 1 WHERE name = 'run_le
 _TOKEN: Final = "SELECT value FROM counters WHERE name = 'run_lease_token'"
 
 _Text = str | bytes
+
+
+def _blob_key_range(prefix: str) -> tuple[bytes, bytes | None]:
+    """The stored keys starting with ``prefix``, as a range of bytes: ``low <= key < high``
+    (no ``high`` for ``""``: every key). A key is stored as its UTF-8 (surrogatepass), which
+    never holds a 0xFF byte, so the prefix with its last byte raised by one is the least key past
+    every key starting with it."""
+    low = prefix.encode("utf-8", "surrogatepass")
+    if not low:
+        return low, None
+    return low, low[:-1] + bytes([low[-1] + 1])
+
+
+def _blob_key(key: str) -> bytes:
+    return key.encode("utf-8", "surrogatepass")
+
+
 """A string column as SQLite returns it (see :mod:`pai.core._storage_codec`)."""
 
 
@@ -548,6 +595,7 @@ class SqliteStorage:
                 keys = [(to_sql_text(doomed_id),) for doomed_id in doomed]
                 connection.executemany("DELETE FROM messages WHERE thread_id = ?", keys)
                 connection.executemany("DELETE FROM run_leases WHERE thread_id = ?", keys)
+                connection.executemany("DELETE FROM blobs WHERE thread_id = ?", keys)
                 connection.executemany("DELETE FROM threads WHERE id = ?", keys)
             return tuple(doomed)
 
@@ -725,6 +773,73 @@ class SqliteStorage:
                 )
 
         await self._call(release, pages=1)
+
+    # -- blobs ---------------------------------------------------------------------------------
+
+    async def put_blob(self, thread_id: str, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` in the thread, replacing what was there (one
+        transaction).
+
+        Raises :class:`ThreadNotFoundError` for an unknown thread and :class:`ValueError` for
+        a key or data over the limits (:data:`~pai.core.MAX_BLOB_KEY_LENGTH`,
+        :data:`~pai.core.MAX_BLOB_BYTES`).
+        """
+        check_blob_key(key, "put_blob")
+        data = check_blob_data(data, "put_blob")
+        values = (to_sql_text(thread_id), _blob_key(key), data)
+
+        def put(connection: sqlite3.Connection) -> None:
+            with _transaction(connection):
+                if (
+                    connection.execute("SELECT 1 FROM threads WHERE id = ?", values[:1]).fetchone()
+                    is None
+                ):
+                    raise ThreadNotFoundError(thread_id)
+                connection.execute(
+                    "INSERT INTO blobs (thread_id, key, data) VALUES (?, ?, ?)"
+                    " ON CONFLICT (thread_id, key) DO UPDATE SET data = excluded.data",
+                    values,
+                )
+
+        await self._call(put, pages=2 + len(data) // _PAGE_BYTES)
+
+    async def get_blob(self, thread_id: str, key: str) -> bytes | None:
+        """The bytes under ``key`` in the thread; ``None`` when absent (or no such thread)."""
+        check_blob_key(key, "get_blob")
+        values = (to_sql_text(thread_id), _blob_key(key))
+
+        def get(connection: sqlite3.Connection) -> object:
+            row = connection.execute(
+                "SELECT data FROM blobs WHERE thread_id = ? AND key = ?", values
+            ).fetchone()
+            return None if row is None else row[0]
+
+        data = await self._call(get)
+        if data is None or type(data) is bytes:
+            return data
+        error = TypeError(f"a {type(data).__name__} where bytes were stored")
+        raise self._unreadable(f"the blob {key!r} of thread {thread_id!r}", error)
+
+    async def delete_blobs(self, thread_id: str, prefix: str) -> int:
+        """Delete the thread's blobs whose key starts with ``prefix`` (``""``: all); how many."""
+        check_blob_prefix(prefix, "delete_blobs")
+        low, high = _blob_key_range(prefix)
+        thread_key = to_sql_text(thread_id)
+
+        def delete(connection: sqlite3.Connection) -> int:
+            with _transaction(connection):
+                if high is None:
+                    cursor = connection.execute(
+                        "DELETE FROM blobs WHERE thread_id = ?", (thread_key,)
+                    )
+                else:
+                    cursor = connection.execute(
+                        "DELETE FROM blobs WHERE thread_id = ? AND key >= ? AND key < ?",
+                        (thread_key, low, high),
+                    )
+                return cursor.rowcount
+
+        return await self._call(delete, pages=2)
 
     def _text(self, value: _Text, what: str) -> str:
         try:

@@ -109,12 +109,33 @@ MIGRATIONS: Final = (
             )""",
         ),
     ),
+    Migration(
+        3,
+        "blobs kept with a thread",
+        (
+            # key is bytea like every string, so it compares bytewise: a prefix is a key range.
+            """CREATE TABLE {schema}.blobs (
+                thread_id bytea NOT NULL REFERENCES {schema}.threads (id) ON DELETE CASCADE,
+                key bytea NOT NULL,
+                data bytea NOT NULL,
+                PRIMARY KEY (thread_id, key)
+            )""",
+        ),
+    ),
 )
 """Every migration, oldest first. Append new ones; never change a released one."""
 
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 
-_TABLES: Final = ("threads", "messages", "run_leases", "run_lease_tokens", "runs", "run_frames")
+_TABLES: Final = (
+    "threads",
+    "messages",
+    "run_leases",
+    "run_lease_tokens",
+    "runs",
+    "run_frames",
+    "blobs",
+)
 """What the migrations create: a schema at version 0 holding one of these is another program's."""
 
 _LOCK_CLASS: Final = 0x70616900

@@ -3,7 +3,10 @@
 Tables (see :mod:`pai.storage_postgres._schema`): ``threads`` (the records, a creation ``seq``
 for listing order, and ``message_count``), ``messages`` (one row per message at its 0-based
 ``position`` in the thread), ``run_leases`` (one row per thread that ever ran) and the sequence
-``run_lease_tokens``. Every string is ``bytea`` (see :mod:`pai.storage_postgres._codec`).
+``run_lease_tokens``, and ``blobs`` (:class:`~pai.core.BlobStore`: one row per
+``(thread_id, key)``, removed with its thread by the foreign key's cascade). Every string is
+``bytea`` (see :mod:`pai.storage_postgres._codec`), blob keys too, so they compare bytewise and
+the keys starting with a prefix are one range of the primary key.
 
 How each call keeps the contract across processes:
 
@@ -31,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Final
 from psycopg import errors as pg_errors
 
 from pai.core import (
+    MAX_BLOB_BYTES,
+    MAX_BLOB_KEY_LENGTH,
     Message,
     RunLease,
     RunLeaseLostError,
@@ -147,6 +152,16 @@ _STATEMENTS: Final = {
     " WHERE thread_id = %s AND token = %s AND NOT released RETURNING expires_at",
     "release": "UPDATE {s}.run_leases SET released = true"
     " WHERE thread_id = %s AND token = %s AND NOT released",
+    # Inserted from the thread's row: no row for an unknown thread; a thread deleted meanwhile
+    # is a foreign key violation.
+    "put_blob": "INSERT INTO {s}.blobs (thread_id, key, data)"
+    " SELECT thread.id, %s, %s FROM {s}.threads AS thread WHERE thread.id = %s"
+    " ON CONFLICT (thread_id, key) DO UPDATE SET data = excluded.data RETURNING true",
+    "get_blob": "SELECT data FROM {s}.blobs WHERE thread_id = %s AND key = %s",
+    "delete_blobs": "WITH gone AS (DELETE FROM {s}.blobs"
+    " WHERE thread_id = %s AND key >= %s AND key < %s RETURNING 1) SELECT count(*) FROM gone",
+    "delete_all_blobs": "WITH gone AS (DELETE FROM {s}.blobs WHERE thread_id = %s RETURNING 1)"
+    " SELECT count(*) FROM gone",
 }
 
 
@@ -161,6 +176,42 @@ def _check_ttl(ttl: float, where: str) -> float:
             f"{where}(ttl={ttl!r}): a run lease lasts a finite number of seconds > 0, e.g. ttl=30"
         )
     return float(ttl)
+
+
+def _check_blob_key(key: str, where: str) -> bytes:
+    """The stored form of a blob key; a :class:`ValueError` for one outside the limits."""
+    if not isinstance(key, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"{where}(key={key!r}): a blob key is a str, e.g. 'step/3/output'")
+    if not key or len(key) > MAX_BLOB_KEY_LENGTH:
+        raise ValueError(
+            f"{where}(key of {len(key)} characters): a blob key is a non-empty str of at most "
+            f"{MAX_BLOB_KEY_LENGTH} characters (MAX_BLOB_KEY_LENGTH)"
+        )
+    return encode_text(key)
+
+
+def _check_blob_data(data: bytes, where: str) -> bytes:
+    if not isinstance(data, bytes):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"{where}(data of type {type(data).__name__}): a blob is bytes; pass bytes(data)"
+        )
+    if len(data) > MAX_BLOB_BYTES:
+        raise ValueError(
+            f"{where}(data of {len(data)} bytes): a blob holds at most {MAX_BLOB_BYTES} bytes "
+            "(64 MiB, MAX_BLOB_BYTES); split it over several keys, or keep it elsewhere and "
+            "store a reference"
+        )
+    return data if type(data) is bytes else bytes(data)
+
+
+def _key_range(prefix: str) -> tuple[bytes, bytes | None]:
+    """The stored keys starting with ``prefix`` as a range, ``low <= key < high`` (no ``high``
+    for ``""``). UTF-8 never holds a 0xFF byte, so the prefix with its last byte raised by one
+    is the least key past every key starting with it."""
+    low = encode_text(prefix)
+    if not low:
+        return low, None
+    return low, low[:-1] + bytes([low[-1] + 1])
 
 
 def _lease_lost(lease: RunLease) -> RunLeaseLostError:
@@ -535,6 +586,64 @@ class PostgresStorage:
 
         await self._connector.read(
             release, doing=f"releasing the run lease on thread {lease.thread_id!r}"
+        )
+
+    # -- blobs -----------------------------------------------------------------------------------
+
+    async def put_blob(self, thread_id: str, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` in the thread, replacing what was there (one statement).
+
+        Raises :class:`~pai.core.ThreadNotFoundError` for an unknown or deleted thread and
+        :class:`ValueError` for a key or data over the limits
+        (:data:`~pai.core.MAX_BLOB_KEY_LENGTH`, :data:`~pai.core.MAX_BLOB_BYTES`).
+        """
+        stored_key = _check_blob_key(key, "put_blob")
+        data = _check_blob_data(data, "put_blob")
+        thread_key = encode_text(thread_id)
+
+        async def put(conn: Conn) -> None:
+            try:
+                row = await self._fetch_one(conn, "put_blob", (stored_key, data, thread_key))
+            except pg_errors.ForeignKeyViolation:  # the thread was deleted meanwhile
+                raise Abort(ThreadNotFoundError(thread_id)) from None
+            if row is None:
+                raise Abort(ThreadNotFoundError(thread_id))
+
+        await self._connector.write(
+            put, doing=f"storing blob {key!r} ({len(data)} bytes) in thread {thread_id!r}"
+        )
+
+    async def get_blob(self, thread_id: str, key: str) -> bytes | None:
+        """The bytes under ``key`` in the thread; ``None`` when absent (or no such thread)."""
+        params = (encode_text(thread_id), _check_blob_key(key, "get_blob"))
+
+        async def get(conn: Conn) -> list[tuple[Any, ...]]:
+            return await self._fetch(conn, "get_blob", params, binary=True)
+
+        rows = await self._connector.read(
+            get, doing=f"reading blob {key!r} of thread {thread_id!r}"
+        )
+        return bytes(rows[0][0]) if rows else None
+
+    async def delete_blobs(self, thread_id: str, prefix: str) -> int:
+        """Delete the thread's blobs whose key starts with ``prefix`` (``""``: all); how many."""
+        if not isinstance(prefix, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"delete_blobs(prefix={prefix!r}): a key prefix is a str ('' for every key)"
+            )
+        low, high = _key_range(prefix)
+        thread_key = encode_text(thread_id)
+        if high is None:
+            name, params = "delete_all_blobs", (thread_key,)
+        else:
+            name, params = "delete_blobs", (thread_key, low, high)
+
+        async def delete(conn: Conn) -> int:
+            row = await self._fetch_one(conn, name, params)
+            return 0 if row is None else int(row[0])
+
+        return await self._connector.write(
+            delete, doing=f"deleting blobs {prefix!r}* of thread {thread_id!r}"
         )
 
     # -- schema ----------------------------------------------------------------------------------

@@ -30,6 +30,13 @@ Subclass :class:`StorageConformance` in a test module of your package and implem
   :meth:`~StorageConformance.open_second` (a second object over the same data, as another
   process would open it): leases are exclusive across the two, and a lease taken over (or
   reclaimed) through one is fenced in the other;
+- blobs, for a backend that implements :class:`~pai.core.BlobStore` (skipped, saying so,
+  for one that does not): binary data (NUL bytes, empty, ~5 MiB) round-trips exactly, a put
+  replaces, an absent key or thread reads ``None``, a put to an unknown thread raises
+  ``ThreadNotFoundError``, a prefix delete counts and removes only that prefix of that thread
+  (``%`` and ``_`` are plain characters), ``delete_thread`` removes the blobs of the thread and
+  its descendants, blobs are not messages, keys and data over the limits are a ``ValueError``,
+  and a blob written through one storage object reads through another and after reopening;
 - ``aclose``, and, for a durable backend (one that implements :meth:`~StorageConformance.reopen`),
   that a new instance reads what a closed one wrote.
 
@@ -58,6 +65,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import random
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from typing import ClassVar
@@ -76,7 +84,14 @@ from pai.core._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from pai.core._storage import RunLease, Storage, ThreadRecord
+from pai.core._storage import (
+    MAX_BLOB_BYTES,
+    MAX_BLOB_KEY_LENGTH,
+    BlobStore,
+    RunLease,
+    Storage,
+    ThreadRecord,
+)
 
 __all__ = ["StorageConformance"]
 
@@ -1066,10 +1081,10 @@ class StorageConformance:
 
     # -- run leases across storage objects ----------------------------------------------------
 
-    async def _second(self, storage: Storage) -> Storage:
+    async def _second(self, storage: Storage, *, what: str = "leases") -> Storage:
         if type(self).open_second is StorageConformance.open_second:
             pytest.skip(
-                f"{type(self).__name__} does not implement open_second(storage), so leases "
+                f"{type(self).__name__} does not implement open_second(storage), so {what} "
                 "across storage objects (as across processes) are not checked; implement it "
                 "for a backend processes share"
             )
@@ -1161,6 +1176,235 @@ class StorageConformance:
             assert await storage.acquire_run("t1", holder="other", ttl=30) is None
             await storage.append_messages("t1", [UserMessage(content="resumed")], lease=new)
             assert list(await second.get_messages("t1")) == [UserMessage(content="resumed")]
+        finally:
+            await second.aclose()
+
+    # -- blobs --------------------------------------------------------------------------------
+
+    def _blobs(self, storage: Storage) -> BlobStore:
+        if not isinstance(storage, BlobStore):
+            pytest.skip(
+                f"{type(storage).__name__} does not implement BlobStore (put_blob, get_blob, "
+                "delete_blobs), so blobs kept with a thread are not checked; it is optional: "
+                "durable runs then keep large step outputs in the durability engine's records"
+            )
+        return storage
+
+    async def test_blobs_of_any_bytes_round_trip_exactly(self, storage: Storage) -> None:
+        blobs = self._blobs(storage)
+        await storage.create_thread(_thread("t1"))
+        large = random.Random(7).randbytes(5 * 1024 * 1024 + 3)
+        values = {
+            "nul": b"\x00a\x00\x00b\x00",
+            "every byte": bytes(range(256)) * 3,
+            "empty": b"",
+            "large": large,
+        }
+        for key, data in values.items():
+            await blobs.put_blob("t1", key, data)
+        for key, data in values.items():
+            got = await blobs.get_blob("t1", key)
+            assert type(got) is bytes, f"get_blob returned a {type(got).__name__}, not bytes"
+            assert got == data, f"blob {key!r} ({len(data)} bytes) read back as {len(got)} bytes"
+
+    async def test_putting_a_blob_again_replaces_it(self, storage: Storage) -> None:
+        blobs = self._blobs(storage)
+        await storage.create_thread(_thread("t1"))
+        await blobs.put_blob("t1", "k", b"first, and longer")
+        await blobs.put_blob("t1", "k", b"second")
+        assert await blobs.get_blob("t1", "k") == b"second"
+        await blobs.put_blob("t1", "k", b"")
+        assert await blobs.get_blob("t1", "k") == b""
+        assert await blobs.delete_blobs("t1", "") == 1, "a replaced blob was kept twice"
+
+    async def test_an_absent_blob_or_thread_reads_none_and_a_put_to_an_unknown_thread_raises(
+        self, storage: Storage
+    ) -> None:
+        blobs = self._blobs(storage)
+        await storage.create_thread(_thread("t1"))
+        await blobs.put_blob("t1", "here", b"x")
+        assert await blobs.get_blob("t1", "absent") is None
+        assert await blobs.get_blob("t1", "her") is None, "a key read its extension's blob"
+        assert await blobs.get_blob("nope", "here") is None
+        with pytest.raises(ThreadNotFoundError):
+            await blobs.put_blob("nope", "k", b"x")
+        assert await blobs.get_blob("nope", "k") is None
+        assert await blobs.delete_blobs("nope", "") == 0
+
+    async def test_blobs_are_per_thread_and_not_messages(self, storage: Storage) -> None:
+        blobs = self._blobs(storage)
+        await storage.create_thread(_thread("t1"))
+        await storage.create_thread(_thread("t2"))
+        await storage.append_messages("t1", [UserMessage(content="hi")])
+        await blobs.put_blob("t1", "k", b"one")
+        await blobs.put_blob("t2", "k", b"two")
+        assert await blobs.get_blob("t1", "k") == b"one"
+        assert await blobs.get_blob("t2", "k") == b"two"
+        assert list(await storage.get_messages("t1")) == [UserMessage(content="hi")]
+        assert list(await storage.get_messages("t2")) == [], "a blob was read as a message"
+        assert list(await storage.get_messages("t1", start=1)) == []
+
+    async def test_deleting_blobs_by_prefix_counts_and_leaves_the_rest(
+        self, storage: Storage
+    ) -> None:
+        blobs = self._blobs(storage)
+        keys = [
+            "run-1/a",
+            "run-1/b",
+            "run-1",
+            "run-10/a",
+            "run-2/a",
+            "run%/x",
+            "run%%",
+            "run_/x",
+            "runX/x",
+            "runXY",
+            "run\\/x",
+            "é/1",
+            "é/2",
+            "ê",
+            "\ud800/x",
+            "\ud800",
+            "\U0010ffff/x",
+            "\U0010ffff",
+            "\x00",
+            "\x00\x00",
+        ]
+        for thread_id in ("t1", "t2"):
+            await storage.create_thread(_thread(thread_id))
+            for key in keys:
+                await blobs.put_blob(thread_id, key, key.encode("utf-8", "surrogatepass"))
+
+        async def left() -> list[str]:
+            return [key for key in keys if await blobs.get_blob("t1", key) is not None]
+
+        expected = list(keys)
+        for prefix, deleted in [
+            ("run-1/", ["run-1/a", "run-1/b"]),
+            ("run%", ["run%/x", "run%%"]),
+            ("run_", ["run_/x"]),
+            ("run\\", ["run\\/x"]),
+            ("absent", []),
+            ("é", ["é/1", "é/2"]),
+            ("\ud800", ["\ud800/x", "\ud800"]),
+            ("\U0010ffff", ["\U0010ffff/x", "\U0010ffff"]),
+            ("\x00\x00", ["\x00\x00"]),
+            ("run-1", ["run-1", "run-10/a"]),
+        ]:
+            count = await blobs.delete_blobs("t1", prefix)
+            expected = [key for key in expected if key not in deleted]
+            assert (count, await left()) == (len(deleted), expected), (
+                f"delete_blobs(prefix={prefix!r}) deleted other keys than those starting with it"
+            )
+        assert expected == ["run-2/a", "runX/x", "runXY", "ê", "\x00"]
+        assert await blobs.delete_blobs("t1", "") == len(expected)
+        assert await left() == []
+        for key in keys:
+            assert await blobs.get_blob("t2", key) == key.encode("utf-8", "surrogatepass"), (
+                f"deleting blobs of thread t1 deleted {key!r} of thread t2"
+            )
+
+    async def test_keys_differing_only_by_characters_a_lossy_encoding_merges_stay_distinct(
+        self, storage: Storage
+    ) -> None:
+        blobs = self._blobs(storage)
+        await storage.create_thread(_thread("t1"))
+        for index, key in enumerate(LOOKALIKE_IDS):
+            await blobs.put_blob("t1", key, bytes([index]))
+        for index, key in enumerate(LOOKALIKE_IDS):
+            assert await blobs.get_blob("t1", key) == bytes([index]), f"blob {key!r} was merged"
+
+    async def test_deleting_a_thread_deletes_its_blobs_and_its_descendants(
+        self, storage: Storage
+    ) -> None:
+        blobs = self._blobs(storage)
+        await storage.create_thread(_thread("p"))
+        await storage.create_thread(_thread("c", parent="p"))
+        await storage.create_thread(_thread("g", parent="c"))
+        await storage.create_thread(_thread("other"))
+        for thread_id in ("p", "c", "g", "other"):
+            await blobs.put_blob(thread_id, "k", thread_id.encode())
+            await blobs.put_blob(thread_id, "step/1", b"x")
+
+        assert list(await storage.delete_thread("c")) == ["c", "g"]
+        assert await blobs.get_blob("c", "k") is None
+        assert await blobs.get_blob("p", "k") == b"p", "deleting a child deleted its parent's blobs"
+        assert list(await storage.delete_thread("p")) == ["p"]
+        for thread_id in ("p", "c", "g"):
+            assert await blobs.get_blob(thread_id, "k") is None, (
+                f"thread {thread_id!r} was deleted, but its blob was not"
+            )
+            assert await blobs.delete_blobs(thread_id, "") == 0
+            await storage.create_thread(_thread(thread_id))
+            assert await blobs.get_blob(thread_id, "k") is None, (
+                f"thread {thread_id!r} created again found the blobs of the deleted one"
+            )
+        assert await blobs.get_blob("other", "k") == b"other"
+        assert await blobs.delete_blobs("other", "") == 2
+
+    async def test_blob_keys_and_data_over_the_limits_are_a_value_error(
+        self, storage: Storage
+    ) -> None:
+        blobs = self._blobs(storage)
+        await storage.create_thread(_thread("t1"))
+        longest = "k" * MAX_BLOB_KEY_LENGTH
+        await blobs.put_blob("t1", longest, b"ok")
+        assert await blobs.get_blob("t1", longest) == b"ok"
+        longest_wide = "\U0010ffff" * MAX_BLOB_KEY_LENGTH  # characters count, not bytes
+        await blobs.put_blob("t1", longest_wide, b"wide")
+        assert await blobs.get_blob("t1", longest_wide) == b"wide"
+
+        with pytest.raises(ValueError, match=str(MAX_BLOB_KEY_LENGTH)):
+            await blobs.put_blob("t1", longest + "k", b"x")
+        with pytest.raises(ValueError, match=str(MAX_BLOB_KEY_LENGTH)):
+            await blobs.put_blob("t1", "", b"x")
+        with pytest.raises(ValueError, match=str(MAX_BLOB_KEY_LENGTH)):
+            await blobs.get_blob("t1", "")
+        with pytest.raises(ValueError, match=str(MAX_BLOB_BYTES)):
+            await blobs.put_blob("t1", "huge", bytes(MAX_BLOB_BYTES + 1))
+        assert await blobs.get_blob("t1", "huge") is None, "a blob over the limit was stored"
+        with pytest.raises(ValueError, match=str(MAX_BLOB_KEY_LENGTH)):
+            await blobs.put_blob("nope", "", b"x")  # the arguments are checked first
+
+    async def test_concurrent_blob_puts_lose_nothing(self, storage: Storage) -> None:
+        blobs = self._blobs(storage)
+        await storage.create_thread(_thread("t1"))
+
+        async def put(i: int) -> None:
+            await blobs.put_blob("t1", f"k{i}", i.to_bytes(2, "big") * 100)
+            await blobs.put_blob("t1", "shared", i.to_bytes(2, "big"))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(self.concurrent_writers):
+                tg.start_soon(put, i)
+        for i in range(self.concurrent_writers):
+            assert await blobs.get_blob("t1", f"k{i}") == i.to_bytes(2, "big") * 100
+        shared = await blobs.get_blob("t1", "shared")
+        assert shared is not None
+        assert int.from_bytes(shared, "big") in range(self.concurrent_writers)
+        assert await blobs.delete_blobs("t1", "k") == self.concurrent_writers
+
+    async def test_a_blob_put_through_one_storage_object_reads_through_another(
+        self, storage: Storage
+    ) -> None:
+        blobs = self._blobs(storage)
+        second = await self._second(storage, what="blobs")
+        try:
+            theirs = self._blobs(second)
+            await storage.create_thread(_thread("t1"))
+            data = random.Random(1).randbytes(100_000)
+            await blobs.put_blob("t1", "step/1", data)
+            assert await theirs.get_blob("t1", "step/1") == data
+            await theirs.put_blob("t1", "step/1", b"replaced")
+            await theirs.put_blob("t1", "step/2", b"\x00")
+            assert await blobs.get_blob("t1", "step/1") == b"replaced"
+            assert await blobs.delete_blobs("t1", "step/") == 2
+            assert await theirs.get_blob("t1", "step/2") is None
+            await theirs.put_blob("t1", "kept", b"k")
+            await storage.delete_thread("t1")
+            assert await theirs.get_blob("t1", "kept") is None
+            with pytest.raises(ThreadNotFoundError):
+                await theirs.put_blob("t1", "kept", b"k")
         finally:
             await second.aclose()
 
@@ -1278,5 +1522,45 @@ class StorageConformance:
         try:
             assert await third.get_thread("p") is None, "a delete did not outlive the instance"
             assert _ids(await third.list_threads("acme")) == ["d"]
+        finally:
+            await third.aclose()
+
+    async def test_blobs_survive_a_new_instance(self) -> None:
+        if type(self).reopen is StorageConformance.reopen:
+            pytest.skip(
+                f"{type(self).__name__} does not implement reopen(storage), so the durability "
+                "of blobs is not checked; implement it (a new instance over the same data) for "
+                "a durable backend"
+            )
+        first = await resolve(self.create_storage())
+        try:
+            blobs = self._blobs(first)
+        except BaseException:
+            await first.aclose()
+            raise
+        data = random.Random(2).randbytes(300_000)
+        await first.create_thread(_thread("p"))
+        await first.create_thread(_thread("c", parent="p"))
+        await blobs.put_blob("p", "step/1", data)
+        await blobs.put_blob("c", "step/1", b"\x00child")
+        await first.aclose()
+
+        second = await resolve(self.reopen(first))
+        try:
+            again = self._blobs(second)
+            assert await again.get_blob("p", "step/1") == data, "a blob did not survive reopening"
+            assert await again.get_blob("c", "step/1") == b"\x00child"
+            await again.put_blob("p", "step/2", b"after reopen")
+            assert await again.delete_blobs("p", "step/1") == 1
+        finally:
+            await second.aclose()
+
+        third = await resolve(self.reopen(second))
+        try:
+            last = self._blobs(third)
+            assert await last.get_blob("p", "step/1") is None, "a blob delete did not persist"
+            assert await last.get_blob("p", "step/2") == b"after reopen"
+            assert list(await third.delete_thread("p")) == ["p", "c"]
+            assert await last.get_blob("c", "step/1") is None
         finally:
             await third.aclose()
