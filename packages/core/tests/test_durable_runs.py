@@ -4,6 +4,7 @@ replay that takes another path is named, and what crosses the seam is JSON."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 
 from pai.core import (
     AgentRuntime,
+    BlobStore,
     DurabilityError,
     DurableReplayError,
     InMemoryStorage,
@@ -454,3 +456,82 @@ async def test_effects_of_a_call_get_the_same_keys_on_replay() -> None:
     [run_id] = engine.journals
     assert keys == [[f"{run_id}/1/0/sandbox.command/0", f"{run_id}/1/0/sandbox.command/1"]] * 2
     assert current_durable_call() is None
+
+
+# -- large tool results: kept as blobs of the thread, referenced by the recorded steps -------------
+
+BIG = "x" * (600 * 1024)
+
+
+def big_runtime(engine: JournalEngine, storage: Storage) -> AgentRuntime:
+    async def dump(ctx: ToolContext[Line, Any]) -> str:
+        return BIG + ctx.input.line
+
+    def model(request: ModelRequest) -> AssistantMessage:
+        if request.step == 1:
+            return tool_calls(("dump", {"line": "1"}), ("dump", {"line": "2"}), ids=["a", "b"])
+        assert [m.content for m in request.messages if m.role == "tool"] == [BIG + "1", BIG + "2"]
+        return text("done")
+
+    tool = define_tool(id="dump", description="dump", input_schema=Line, execute=dump)
+    agent = define_agent(name="main", model=FunctionModel(model), tools={"dump": tool})
+    return create_agent_runtime(
+        agent=agent, storage=storage, scope_key=lambda identity: "acme", durability=engine
+    )
+
+
+def largest_record(engine: JournalEngine) -> int:
+    [journal] = engine.journals.values()
+    recorded = [len(json.dumps(value)) for value in journal.results.values()]
+    return max([*recorded, *(len(text) for text in journal.payloads)])
+
+
+@pytest.mark.parametrize("crash", [None, "after", "before"])
+async def test_a_large_tool_result_is_recorded_as_a_blob_of_the_thread(
+    crash: Literal["before", "after"] | None,
+) -> None:
+    engine, storage = JournalEngine(), InMemoryStorage()
+    if crash is not None:
+        # After: the blob is written and the step recorded, the append not done yet.
+        engine.crash_at(append_step(1), when="before" if crash == "after" else "after")
+    async with big_runtime(engine, storage) as runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        if crash is None:
+            result = await thread.send("go")
+            assert [m.content for m in result.messages if m.role == "tool"] == [
+                BIG + "1",
+                BIG + "2",
+            ]
+        else:
+            with pytest.raises(SimulatedCrash):
+                await thread.send("go")
+            assert (
+                await storage.get_blob(
+                    "t", f"pai.durable/{engine.pending()[0]}/{tool_step(1, 0, 'dump')}"
+                )
+                is not None
+            )
+    if crash is not None:
+        async with big_runtime(engine, storage):
+            [again] = await engine.recover()
+        assert again["status"] == "completed"
+    # Every recorded step result and payload is small: the outputs are references.
+    assert largest_record(engine) < 10_000
+    stored = [m.content for m in await storage.get_messages("t") if m.role == "tool"]
+    assert stored == [BIG + "1", BIG + "2"]
+    # The run's blobs went with its end.
+    [run_id] = engine.journals
+    assert await storage.delete_blobs("t", f"pai.durable/{run_id}/") == 0
+
+
+async def test_without_blobs_a_large_tool_result_is_recorded_as_it_is() -> None:
+    class NoBlobs(InMemoryStorage):
+        put_blob = get_blob = delete_blobs = None  # type: ignore[assignment]
+
+    storage = NoBlobs()
+    assert not isinstance(storage, BlobStore)
+    engine = JournalEngine()
+    async with big_runtime(engine, storage) as runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        await thread.send("go")
+    assert largest_record(engine) > len(BIG)

@@ -41,6 +41,8 @@ steps lets its thread go meanwhile.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -88,7 +90,7 @@ from pai.core._messages import (
 )
 from pai.core._model import NO_USAGE, ModelResponse, Usage
 from pai.core._run_events import RunFinished, ToolCallResult
-from pai.core._storage import RunLease, ThreadRecord
+from pai.core._storage import BlobStore, RunLease, ThreadRecord
 
 if TYPE_CHECKING:
     from pai.core._threads import Threads
@@ -301,14 +303,20 @@ class DurableRuns:
                 outputs = await steps.gather(runnable, limit=agent.max_parallel_tool_calls)
             else:
                 outputs = []
-            results: list[Message] = [message_adapter.validate_python(o) for o in outputs]
+            # Tool results stay JSON here (a large one is a reference to a blob: the append
+            # step reads it back).
+            results: list[Json] = list(outputs)
             if len(all_calls) > cap:
                 results.extend(
-                    over_the_cap(agent, call, len(all_calls)) for call in all_calls[cap:]
+                    message_adapter.dump_python(
+                        over_the_cap(agent, call, len(all_calls)), mode="json"
+                    )
+                    for call in all_calls[cap:]
                 )
             step_messages = [
                 *staged,
-                *(message_adapter.dump_python(m, mode="json") for m in (message, *results)),
+                message_adapter.dump_python(message, mode="json"),
+                *results,
             ]
             await steps.step(
                 append_step(step),
@@ -379,7 +387,8 @@ class DurableRuns:
         """Do the work of step ``name`` of ``spec`` on ``payload``; its result as JSON."""
         kind = name.split("/", 1)[0]
         if kind == "pai.tool":
-            return await self._tool(spec, await self._session(spec), payload)
+            session = await self._session(spec)
+            return await self._kept(spec, name, await self._tool(spec, session, payload))
         if name == end_step():
             return await self._end(spec)
         session = await self._session(spec)
@@ -488,7 +497,7 @@ class DurableRuns:
         self, spec: RunSpec, session: _Session, payload: Json, lease: RunLease
     ) -> Json:
         visible, stored, position = payload["visible"], payload["stored"], payload["position"]
-        staged = [message_adapter.validate_python(m) for m in payload["staged"]]
+        staged = await self._messages(spec, payload["staged"])
         # The thread holds what the run read when it began, then what it appended since; the
         # messages a model reads leave errors out, and the run appends none.
         snapshot = await self._threads.history.read(self._storage, session.thread)
@@ -532,8 +541,7 @@ class DurableRuns:
         append and before the step was recorded, they are found there and not appended again."""
         thread_id = session.thread.id
         position: int = payload["position"]
-        mine: list[Json] = payload["messages"]
-        messages = [message_adapter.validate_python(m) for m in mine]
+        messages = await self._messages(spec, payload["messages"])
         emit = self._emits.get(spec.run_id)
         if emit is not None and payload["results"]:
             for result in messages[-int(payload["results"]) :]:
@@ -556,9 +564,51 @@ class DurableRuns:
         await self._loop.record_error(session.thread.id, "runtime", error, lease)
         return None
 
+    async def _kept(self, spec: RunSpec, name: str, value: Json) -> Json:
+        """A step's result as the engine records it: itself, or, when its JSON text is over
+        :data:`BLOB_OVER` bytes and the storage keeps blobs, a reference to a blob of the
+        thread holding it (engines limit what they record: Temporal refuses over 2 MB)."""
+        storage = self._storage
+        if not isinstance(storage, BlobStore):
+            return value
+        data = json.dumps(value).encode()
+        if len(data) <= BLOB_OVER:
+            return value
+        key = f"{_blob_prefix(spec)}{name}"
+        await storage.put_blob(spec.thread_id, key, data)
+        return {_BLOB: key, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+    async def _messages(self, spec: RunSpec, recorded: list[Json]) -> list[Message]:
+        """The messages ``recorded`` holds, each read back from its blob when it is a
+        reference (see :meth:`_kept`)."""
+        messages: list[Message] = []
+        for item in recorded:
+            if isinstance(item, dict) and _BLOB in item:
+                item = await self._blob(spec, cast("dict[str, Any]", item))
+            messages.append(message_adapter.validate_python(item))
+        return messages
+
+    async def _blob(self, spec: RunSpec, reference: dict[str, Any]) -> Json:
+        storage = self._storage
+        key = str(reference[_BLOB])
+        data = (
+            await storage.get_blob(spec.thread_id, key) if isinstance(storage, BlobStore) else None
+        )
+        if data is None or hashlib.sha256(data).hexdigest() != reference.get("sha256"):
+            raise DurabilityError(
+                f"durable run {spec.run_id!r} recorded a step result kept as blob {key!r} of "
+                f"thread {spec.thread_id!r}, and the thread storage holds "
+                f"{'no such blob' if data is None else 'other bytes under it'} (was the thread "
+                "deleted, or the storage changed?); the run cannot go on (cancel it)"
+            )
+        return json.loads(data)
+
     async def _end(self, spec: RunSpec) -> Json:
-        """Give the thread back (when this run still holds it), and forget the run here."""
+        """Give the thread back (when this run still holds it), drop the run's blobs, and
+        forget the run here."""
         self._sessions.pop(spec.run_id, None)
+        if isinstance(self._storage, BlobStore):
+            await self._storage.delete_blobs(spec.thread_id, _blob_prefix(spec))
         leases = self._threads.leases
         try:
             lease = await self._storage.acquire_run(
@@ -586,6 +636,18 @@ _SESSIONS: Final = 1_024
 
 def _holder(spec: RunSpec) -> str:
     return f"durable:{spec.run_id}"
+
+
+BLOB_OVER: Final = 256 * 1024
+"""A tool step's result whose JSON text is longer (bytes) is kept as a blob of its thread, and
+the step records a reference to it."""
+
+_BLOB: Final = "pai.blob"
+"""The key marking a recorded step result as a reference to a blob."""
+
+
+def _blob_prefix(spec: RunSpec) -> str:
+    return f"pai.durable/{spec.run_id}/"
 
 
 def _identity_error(identity: object) -> DurabilityError:
