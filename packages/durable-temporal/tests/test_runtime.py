@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import BaseModel
 from temporal_crash_worker import Scenario, dumped
@@ -216,3 +217,55 @@ async def _spec(client: Client, run_id: str) -> RunSpec:
     started = history.events[0].workflow_execution_started_event_attributes
     [text_value] = await client.data_converter.decode(started.input.payloads, [str])
     return RunSpec.from_json(json.loads(text_value))
+
+
+class Size(BaseModel):
+    megabytes: int
+
+
+class NoBlobs(SqliteStorage):
+    """A thread storage that keeps no blobs (as a storage plugin may)."""
+
+    put_blob = get_blob = delete_blobs = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("blobs", [True, False])
+async def test_a_tool_result_over_temporals_payload_limit(
+    temporal: str, tmp_path: Path, blobs: bool
+) -> None:
+    """Temporal refuses payloads over 2 MB: a tool returning 3 MB is recorded as a reference to
+    a blob of the thread when the storage keeps blobs, and the thread gets the 3 MB; without
+    blobs the run fails at once, naming the step (not retried forever)."""
+    big = "y" * (3 * 1024 * 1024)
+
+    async def produce(ctx: ToolContext[Size, Any]) -> str:
+        return big[: ctx.input.megabytes * 1024 * 1024]
+
+    def model(request: ModelRequest) -> Any:
+        if request.step == 1:
+            return tool_call("produce", {"megabytes": 3}, id="p")
+        [result] = [m for m in request.messages if m.role == "tool"]
+        return text(f"got {len(result.content)} characters")
+
+    tool = define_tool(id="produce", description="produce", input_schema=Size, execute=produce)
+    agent = define_agent(name="main", model=FunctionModel(model), tools={"produce": tool})
+    path = tmp_path / "threads.sqlite"
+    storage = SqliteStorage(path) if blobs else NoBlobs(path)
+    durable = engine(temporal, f"big-{uuid.uuid4().hex[:8]}")
+    runtime = create_agent_runtime(
+        agent=agent, storage=storage, scope_key=lambda identity: "acme", durability=durable
+    )
+    result = None
+    async with runtime:
+        thread = await runtime.admin(identity="ann").create_thread(thread_id="t")
+        if blobs:
+            result = await thread.send("go")
+        else:
+            with pytest.raises(DurabilityError, match=r"pai.tool/1/0/produce.*2000000 bytes"):
+                with anyio.fail_after(60):
+                    await thread.send("go")
+    if result is not None:
+        assert result.text == f"got {len(big)} characters"
+        [tool_message] = [m for m in result.messages if m.role == "tool"]
+        assert tool_message.content == big
+    await storage.aclose()

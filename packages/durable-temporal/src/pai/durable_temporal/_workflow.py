@@ -51,10 +51,12 @@ from pai.durable_temporal._options import TemporalOptions
 
 __all__ = [
     "ACTIVITY_NAME",
+    "PAYLOAD_LIMIT",
     "WORKFLOW_NAME",
     "DurableRun",
     "Served",
     "TemporalSteps",
+    "check_size",
     "decode",
     "encode",
     "failure",
@@ -69,6 +71,12 @@ WORKFLOW_NAME: Final = "pai.durable_run"
 
 ACTIVITY_NAME: Final = "pai.step"
 """The activity type of a run's steps (compatibility data)."""
+
+PAYLOAD_LIMIT: Final = 2_000_000
+"""The most bytes of JSON text a step's payload or result may have. Temporal refuses a payload
+over 2 MB (its ``limit.blobSize.error``), and a refused activity result is retried forever as a
+timeout: PAI refuses it first, with the step's name. A thread storage that keeps blobs
+(:class:`~pai.core.BlobStore`) keeps large tool results out of the records."""
 
 _FIRST_RETRY: Final = timedelta(milliseconds=200)
 _LONGEST_RETRY: Final = timedelta(seconds=5)
@@ -99,6 +107,20 @@ def decode(text: object, what: str) -> Any:
         raise TemporalEngineError(
             f"{what}: Temporal recorded text that is not JSON: {error}"
         ) from None
+
+
+def check_size(text: str, what: str) -> str:
+    """``text`` when it fits in a Temporal payload (:data:`PAYLOAD_LIMIT`); a
+    :class:`~pai.core.DurabilityError` naming ``what`` otherwise."""
+    size = len(text.encode())
+    if size > PAYLOAD_LIMIT:
+        raise DurabilityError(
+            f"{what} is {size} bytes of JSON, over the {PAYLOAD_LIMIT} bytes a Temporal payload "
+            "may hold; a tool result this large is kept as a blob of its thread when the thread "
+            "storage keeps blobs (pai.core.BlobStore: the memory, SQLite and PostgreSQL "
+            "storages do), else make the step's output smaller"
+        )
+    return text
 
 
 def failure(error: BaseException) -> ApplicationError:
@@ -177,7 +199,9 @@ class TemporalSteps:
 
     async def _run(self, number: int, name: str, payload: Any) -> Any:
         what = f"step {name!r} of durable run {self.run_id!r}"
-        payload_text = encode(payload, f"the payload of {what}")
+        payload_text = check_size(
+            encode(payload, f"the payload of {what}"), f"the payload of {what}"
+        )
         options = self._options
         try:
             result: str = await workflow.execute_activity(
@@ -275,7 +299,7 @@ def step_activity(served: Served) -> Callable[..., Any]:
             spec = RunSpec.from_json(decode(spec_text, f"the input of {what}"))
             what = f"step {name!r} of durable run {spec.run_id!r}"
             result = await host.perform(spec, name, decode(payload_text, f"the payload of {what}"))
-            return encode(result, f"the result of {what}")
+            return check_size(encode(result, f"the result of {what}"), f"the result of {what}")
         except Exception as error:
             raise failure(error) from None
         finally:
