@@ -1419,6 +1419,7 @@ class SandboxProviderConformance:
         command = "sleep 1; echo line >> log.txt; echo finished"
         claim = f"{RECEIPTS}/{receipt_name('run/6/0/sandbox.command/0')}.claim"
         results: list[CommandResult] = []
+        seen: list[str] = []
 
         async def original() -> None:
             with durable_call("run/6/0"):
@@ -1431,7 +1432,6 @@ class SandboxProviderConformance:
                     await anyio.sleep(0.02)
             # Another worker (a session of its own) replays the call while it runs.
             second = self.sandbox(provider, key=first.key)
-            seen: list[str] = []
             with durable_call("run/6/0"):
                 results.append(await second.run_command(command, on_stdout=seen.append))
         # The first worker's answer and the second's, in whichever order they came.
