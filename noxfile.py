@@ -7,6 +7,7 @@ packages it depends on, and its `test` dependency group, so an undeclared import
 from __future__ import annotations
 
 import re
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -21,6 +22,7 @@ nox.options.sessions = [
     "capability_package",
     "examples",
     "e2e",
+    "docs",
 ]
 nox.options.error_on_external_run = True
 
@@ -213,10 +215,54 @@ def e2e(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def examples(session: nox.Session) -> None:
     """Every runnable example, start to finish (the README's main job among them)."""
-    editable = [arg for folder in PACKAGES.values() for arg in ("-e", f"packages/{folder}")]
-    session.install(*editable)
+    editable = [arg for folder in PACKAGES.values() for arg in ("-e", _with_extras(folder))]
+    session.install(*editable, "pytest>=8.3")
     for script in sorted((ROOT / "examples").glob("*.py")):  # runnable scripts, not packages
         session.run("python", str(script))
+    # Every ```python block of the READMEs and docs/ (tests/docs/test_examples.py says how; it
+    # prints how many ran and how many were skipped, by reason).
+    session.run("pytest", "tests/docs", "-p", "no:cacheprovider", "-rfE", *session.posargs)
+
+
+# The docs site's tools, pinned: a new release that warns differently must not break CI unasked.
+DOC_TOOLS = [
+    "mkdocs==1.6.1",
+    "mkdocs-material==9.8.1",
+    "mkdocstrings==1.0.8",
+    "mkdocstrings-python==2.0.11",
+    "ruff>=0.8",  # formats the signatures mkdocstrings shows
+]
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The docs site (mkdocs.yml, docs/): `mkdocs build --strict`, so a warning (a broken link, a
+    docstring griffe cannot read, a name mkdocstrings cannot find) fails it. Built into a
+    temporary folder; `uv run nox -s docs -- --site-dir site` keeps it in site/ (ignored)."""
+    nav = (ROOT / "mkdocs.yml").read_text()
+    missing = []
+    for folder in PACKAGES.values():
+        page = ROOT / "docs" / "reference" / f"{folder}.md"
+        if (
+            not page.exists()
+            or f"::: pai.{folder.replace('-', '_')}\n" not in page.read_text()
+            or f"reference/{folder}.md" not in nav
+        ):
+            missing.append(folder)
+    if missing:
+        session.error(
+            f"no API reference page for {', '.join(missing)}: add docs/reference/<folder>.md "
+            "with '::: pai.<module>' and list it in the nav of mkdocs.yml"
+        )
+    editable = [arg for folder in PACKAGES.values() for arg in ("-e", f"packages/{folder}")]
+    session.install(*editable, *DOC_TOOLS)
+    if session.posargs:
+        session.run("mkdocs", "build", "--strict", *session.posargs)
+        return
+    with tempfile.TemporaryDirectory(prefix="pai-docs-") as site:
+        session.run("mkdocs", "build", "--strict", "--site-dir", site)
+        pages = sorted(Path(site).rglob("index.html"))
+        session.log(f"built {len(pages)} pages")
 
 
 @nox.session(python=PYTHON)
