@@ -19,7 +19,8 @@ step                       records
 ``pai.app/history``        how much of the thread the run read, what it stages, and which
                            submitted approvals it runs
 ``pai.model/{n}``          the model's answer on step ``n``, and the tools it was offered
-``pai.tool/{n}/{i}/{t}``   tool call ``i`` of step ``n`` (tool ``t``): its result message;
+``pai.tool/{n}/{i}/{t}``   tool call ``i`` of step ``n`` (tool ``t``): its result message (a
+                           reference to a blob of the thread when it is large);
                            on step ``0``, pending call ``i`` that a submission approved
 ``pai.append/{n}``         that step ``n`` was appended (done once: compared on replay)
 ``pai.error/step_limit``   the step-limit error recorded in the thread
@@ -232,18 +233,19 @@ class DurableRuns:
         """Run (or replay) ``spec``: decide each step from what the earlier ones returned, and
         end with ``pai.end`` (also when the run fails), which gives the thread back."""
         agent = self._agent_of(spec)
+        driven = _Driven()
         try:
-            result = await self._drive(spec, steps, agent)
+            result = await self._drive(spec, steps, agent, driven)
         except Exception:
             # The thread is given back on failure too; if even that fails (the run was
             # cancelled), its lease expires after run_lease_ttl.
             with contextlib.suppress(Exception):
-                await steps.step(end_step())
+                await steps.step(end_step(), {"blobs": driven.blobs})
             raise
-        await steps.step(end_step())
+        await steps.step(end_step(), {"blobs": driven.blobs})
         return result
 
-    async def _drive(self, spec: RunSpec, steps: Steps, agent: Agent) -> Json:
+    async def _drive(self, spec: RunSpec, steps: Steps, agent: Agent, driven: _Driven) -> Json:
         self._loop.check_model(agent)
         instructions = agent.instructions
         if not isinstance(instructions, str):
@@ -258,7 +260,7 @@ class DurableRuns:
         staged: list[Json] = list(begun["staged"])
         approved: list[Json] = list(begun.get("approved", ()))
         if approved:
-            staged = await self._run_approved(spec, steps, agent, staged, approved)
+            staged = await self._run_approved(steps, agent, staged, approved, driven)
         position = stored
         usage = NO_USAGE
         for step in range(1, agent.max_steps + 1):
@@ -297,12 +299,7 @@ class DurableRuns:
                         },
                     )
                 )
-            if len(runnable) == 1:
-                outputs = [await steps.step(*runnable[0])]
-            elif runnable:
-                outputs = await steps.gather(runnable, limit=agent.max_parallel_tool_calls)
-            else:
-                outputs = []
+            outputs = await _tool_steps(steps, runnable, agent.max_parallel_tool_calls, driven)
             # Tool results stay JSON here (a large one is a reference to a blob: the append
             # step reads it back).
             results: list[Json] = list(outputs)
@@ -342,7 +339,7 @@ class DurableRuns:
         raise error
 
     async def _run_approved(
-        self, spec: RunSpec, steps: Steps, agent: Agent, staged: list[Json], approved: list[Json]
+        self, steps: Steps, agent: Agent, staged: list[Json], approved: list[Json], driven: _Driven
     ) -> list[Json]:
         """Run the calls a submission approved, each a tool step of step 0 (before the first
         model step); the staged messages with their results, in the pending calls' order."""
@@ -358,10 +355,7 @@ class DurableRuns:
             )
             for each in approved
         ]
-        if len(runnable) == 1:
-            outputs = [await steps.step(*runnable[0])]
-        else:
-            outputs = await steps.gather(runnable, limit=agent.max_parallel_tool_calls)
+        outputs = await _tool_steps(steps, runnable, agent.max_parallel_tool_calls, driven)
         by_index = {
             int(each["index"]): output for each, output in zip(approved, outputs, strict=True)
         }
@@ -390,7 +384,7 @@ class DurableRuns:
             session = await self._session(spec)
             return await self._kept(spec, name, await self._tool(spec, session, payload))
         if name == end_step():
-            return await self._end(spec)
+            return await self._end(spec, payload)
         session = await self._session(spec)
         if kind == "pai.model":
             body = partial(self._model, spec, session, payload)
@@ -603,11 +597,11 @@ class DurableRuns:
             )
         return json.loads(data)
 
-    async def _end(self, spec: RunSpec) -> Json:
-        """Give the thread back (when this run still holds it), drop the run's blobs, and
-        forget the run here."""
+    async def _end(self, spec: RunSpec, payload: Json) -> Json:
+        """Give the thread back (when this run still holds it), drop the run's blobs (when it
+        kept any), and forget the run here."""
         self._sessions.pop(spec.run_id, None)
-        if isinstance(self._storage, BlobStore):
+        if payload and payload["blobs"] and isinstance(self._storage, BlobStore):
             await self._storage.delete_blobs(spec.thread_id, _blob_prefix(spec))
         leases = self._threads.leases
         try:
@@ -619,6 +613,30 @@ class DurableRuns:
         if lease is not None:
             await self._storage.release_run(lease)
         return None
+
+
+@dataclass(eq=False, slots=True)
+class _Driven:
+    """What the workflow's code learned from its steps that its last step needs."""
+
+    blobs: bool = False
+    """Whether a tool step's result was kept as a blob (so ``pai.end`` drops the run's)."""
+
+
+async def _tool_steps(
+    steps: Steps, runnable: list[tuple[str, Json]], limit: int, driven: _Driven
+) -> list[Json]:
+    """The results of the tool steps ``runnable``, in order (one awaited alone, several at most
+    ``limit`` at a time); notes in ``driven`` whether one was kept as a blob."""
+    if len(runnable) == 1:
+        outputs = [await steps.step(*runnable[0])]
+    elif runnable:
+        outputs = await steps.gather(runnable, limit=limit)
+    else:
+        return []
+    if any(isinstance(output, dict) and _BLOB in output for output in outputs):
+        driven.blobs = True
+    return outputs
 
 
 @dataclass(eq=False, slots=True)

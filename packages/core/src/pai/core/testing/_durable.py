@@ -100,7 +100,8 @@ class JournalEngine:
     until :meth:`resume_run` makes it ``pending`` again.
 
     Like DBOS, it checks on replay that the run takes the same step at each position, and
-    (stricter than DBOS, like Temporal) that every step's result is JSON. It does not survive
+    (stricter than DBOS, like Temporal) that every step's payload and result is JSON; stricter
+    than both, that a replay asks for each recorded step with the payload it recorded. It does not survive
     its process: use ``pai-durable-dbos`` for that.
 
     Example::
