@@ -7,9 +7,10 @@ import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
-from pai.sandbox import Sandbox, SandboxSessionManager
+from pai.sandbox import Sandbox, SandboxError, SandboxSessionManager
 from pai.sandbox_local import LocalSandboxProvider
 from pai.sandbox_local._cgroups import place
 
@@ -60,6 +61,37 @@ async def test_the_process_count_is_bounded(provider: LocalSandboxProvider) -> N
     refused, count = result.stdout.split("\n")[:2]
     assert refused == "refused 11", result  # EAGAIN
     assert int(count) < 64, result
+
+
+async def test_a_command_that_cannot_start_at_the_limit_names_the_option(
+    provider: LocalSandboxProvider,
+) -> None:
+    _bounded(provider)
+    box = _sandbox(provider)
+    # A background filler takes every process left, and stays to hold the count there.
+    filler = await box.run_command(
+        "python3 -c 'import subprocess, time\ntry:\n    while True:\n"
+        '        subprocess.Popen(["sleep", "60"], start_new_session=True)\n'
+        'except OSError:\n    print("full", flush=True)\n    time.sleep(60)\' > /tmp/fill 2>&1 &',
+        timeout=20,
+    )
+    assert filler.exit_code == 0, filler
+    failures: list[str] = []
+    for _ in range(100):
+        try:
+            result = await box.run_command("true")
+        except SandboxError as error:
+            failures.append(str(error))
+        else:
+            if result.exit_code == 0:
+                await anyio.sleep(0.05)  # not full yet
+                continue
+            failures.append(result.stderr)
+        if len(failures) == 3:
+            break
+    assert failures, "commands still started with the process count at its limit"
+    for failure in failures:
+        assert "limit of 64 processes (option `processes`" in failure, failures
 
 
 async def test_a_fork_bomb_fails_its_command_and_the_host_and_sandbox_stay_healthy(

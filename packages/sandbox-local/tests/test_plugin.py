@@ -28,7 +28,7 @@ def test_options_have_confining_defaults_and_forbid_typos(tmp_path: Path) -> Non
         False,
         "user",
         "512m",
-        256,
+        512,
     )
     provider = build_provider("local", {"state_dir": str(tmp_path), "namespace": "app"})
     assert isinstance(provider, LocalSandboxProvider)

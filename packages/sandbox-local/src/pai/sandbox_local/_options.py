@@ -52,9 +52,10 @@ class LocalOptions(BaseModel):
         "None: no limit",
     )
     processes: int | None = Field(
-        default=256,
+        default=512,
         gt=0,
-        description="processes the sandbox's user may have at once; None: no limit",
+        description="processes the sandbox's user may have at once (each command also costs "
+        "one: the process that runs and reaps it); None: no limit",
     )
     file_size: str | int | None = Field(
         default="1g",

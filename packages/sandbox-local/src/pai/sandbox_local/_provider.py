@@ -103,7 +103,7 @@ class LocalSandboxProvider:
         network: bool = False,
         user: str = "user",
         memory: str | int | None = "512m",
-        processes: int | None = 256,
+        processes: int | None = 512,
         file_size: str | int | None = "1g",
         disk: str | int | None = "2g",
         tmp_size: str | int = "256m",

@@ -837,8 +837,8 @@ class Command:
                 setsigdef=(_signal.SIGPIPE,),  # which Python ignores; programs expect it
             )
         except OSError as error:
-            message = f"{SHELL}: {error.strerror}\n".encode()
-            self._frame(["out", 2], message[: self.output_limit])
+            text = f"{SHELL}: {error.strerror}\n{_why_not_started(error)}"
+            self._frame(["out", 2], text.encode()[: self.output_limit])
             self._answer(127)
             return
         finally:
@@ -1168,7 +1168,7 @@ class Supervisor:
             pid = os.fork()
         except OSError as error:
             name = errno.errorcode.get(error.errno or 0, "EIO")
-            conn.outbuf += encode_answer(["err", name, str(error)])
+            conn.outbuf += encode_answer(["err", name, f"{error}; {_why_not_started(error)}"])
             conn.closing = True
             self._flush(conn)
             return
@@ -1209,6 +1209,18 @@ class Supervisor:
 LIMITS: dict[str, int] = {}
 """The resource limits every command starts with (from the host: ``memory``, ``processes``,
 ``file_size`` in bytes or counts), applied in the command's own process before ``exec``."""
+
+
+def _why_not_started(error: OSError) -> str:
+    """What a user may do about a command that could not start (a line, or nothing)."""
+    limit = LIMITS.get("processes")
+    if error.errno != errno.EAGAIN or not limit:
+        return ""
+    return (
+        f"pai-sandbox-local: the command could not start: the sandbox is at its limit of {limit} "
+        "processes (option `processes`; without a control group it counts every process and "
+        "thread of the host user)\n"
+    )
 
 
 def _apply_limits() -> None:

@@ -410,9 +410,13 @@ class SandboxProviderConformance:
         sandbox = await self.provisioned(provider)
         before = peak = threads()
         results: dict[int, str] = {}
+        wrong: dict[int, str] = {}
 
         async def one(i: int) -> None:
-            results[i] = (await sandbox.run_command(f"sleep 0.1; echo {i}")).stdout
+            done = await sandbox.run_command(f"sleep 0.1; echo {i}")
+            results[i] = done.stdout
+            if done.stdout != f"{i}\n":
+                wrong[i] = f"exit {done.exit_code}, stdout {done.stdout!r}, stderr {done.stderr!r}"
 
         async def watch() -> None:
             nonlocal peak
@@ -426,6 +430,9 @@ class SandboxProviderConformance:
                 for i in range(100):
                     group.start_soon(one, i)
             outer.cancel_scope.cancel()
+        assert not wrong, (
+            f"{len(wrong)} of 100 commands went wrong: {dict(list(wrong.items())[:5])}"
+        )
         assert results == {i: f"{i}\n" for i in range(100)}
         # A thread per command would let one tenant's burst take the host's threads.
         assert peak - before <= self.max_command_threads, (
