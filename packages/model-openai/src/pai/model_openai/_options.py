@@ -33,17 +33,27 @@ class OpenAIOptions(BaseModel):
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", frozen=True)
 
     base_url: str | None = None
+    """The API's base URL, for an OpenAI-compatible server; unset: the openai SDK's default
+    (``OPENAI_BASE_URL``, else OpenAI's own)."""
     api_key_env: str | None = Field(
         default=None,
         description="the environment variable holding the API key (default: OPENAI_API_KEY); "
         "never the key itself",
     )
     timeout: float = Field(default=120.0, gt=0)
+    """Seconds for the whole answer, from sending the request to its last byte, however the
+    server paces its bytes."""
     connect_timeout: float = Field(default=10.0, gt=0)
+    """Seconds for connecting to the server."""
     max_retries: int = Field(default=2, ge=0)
+    """Retries of a request that failed in a way worth retrying (rate limit, overload,
+    connection, timeout); 0: none."""
     temperature: float | None = None
+    """Sent with every request; unset: not sent (the server's default)."""
     max_tokens: int | None = Field(default=None, gt=0)
+    """The most tokens one answer may have, sent with every request; unset: not sent."""
     parallel_tool_calls: bool | None = None
+    """Whether the model may ask for several tool calls in one answer; unset: not sent."""
     max_answer_bytes: int = Field(default=DEFAULT_MAX_ANSWER_BYTES, ge=1)
     """Bytes of one answer (lines of its event stream at most 4 MiB)."""
     max_answer_chars: int = Field(default=DEFAULT_MAX_ANSWER_CHARS, ge=1)
