@@ -51,8 +51,6 @@ from pai.core import (
     ModelRequest,
     RuntimeContextInput,
     SqliteStorage,
-    Storage,
-    ThreadRecord,
     ToolContext,
     ToolEnabledInput,
     ToolEntry,
@@ -65,6 +63,7 @@ from pai.core import (
     define_tool,
     instance_key,
 )
+from pai.core.ext import Storage, ThreadRecord
 from pai.core.testing import text, tool_call
 
 ROUNDS = 9

@@ -45,7 +45,8 @@ RUNS_PER_CLIENT = 5
 
 
 def build_pai(storage: Any = None) -> Any:
-    from pai.core import InMemoryStorage, ResponseFinished, TextDelta, create_pai, define_agent
+    from pai.core import InMemoryStorage, create_pai, define_agent
+    from pai.core.ext import ResponseFinished, TextDelta
     from pai.core.testing import FunctionModel
 
     async def answer(request: Any) -> AsyncIterator[Any]:
@@ -125,7 +126,7 @@ async def _first_token_http(connection: _Connection, route: str, marker: bytes) 
 async def _first_token_in_process(pai: Any) -> float:
     from contextlib import aclosing
 
-    from pai.core import TextDelta
+    from pai.core.ext import TextDelta
 
     admin = pai.runtime("bench").admin(identity="bench")
     # The thread is made inside the clock, as the HTTP runs make theirs (a new id each).

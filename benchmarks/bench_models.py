@@ -31,7 +31,8 @@ import anyio
 import openai
 from _verdict import verdict
 
-from pai.core import ModelRequest, TextDelta, UserMessage, define_agent
+from pai.core import ModelRequest, UserMessage, define_agent
+from pai.core.ext import TextDelta
 from pai.core.testing import create_test_runtime
 from pai.model_openai import OpenAIModel
 from pai.model_openai.testing import OpenAITestServer, text_answer

@@ -33,7 +33,8 @@ from typing import Any
 import anyio
 from just_bash import Bash, InMemoryFs
 
-from pai.sandbox import CommandResult, FileWrite, create_sandbox, create_sandbox_session_manager
+from pai.sandbox import CommandResult, create_sandbox, create_sandbox_session_manager
+from pai.sandbox.provider import FileWrite
 from pai.sandbox_inmemory import create_in_memory_sandbox_provider
 
 ROUNDS = 9

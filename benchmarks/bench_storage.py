@@ -53,12 +53,12 @@ from pai.core import (
     Message,
     ModelRequest,
     SqliteStorage,
-    ThreadRecord,
     UserMessage,
     create_agent_runtime,
     define_agent,
     message_adapter,
 )
+from pai.core.ext import ThreadRecord
 from pai.core.testing import text
 
 ROUNDS = 9

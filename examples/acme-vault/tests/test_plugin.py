@@ -9,19 +9,16 @@ from pathlib import Path
 import pytest
 from pai.core import (
     CapabilityBindingError,
-    CapabilityRegistration,
-    CapabilitySettings,
     CommandContext,
     UserError,
     capability_binding,
     create_agent_runtime,
     define_agent,
     define_command,
-    get_plugins,
     load_config,
-    reset_plugins,
 )
-from pai.core.testing import create_test_runtime
+from pai.core.ext import CapabilityRegistration, CapabilitySettings, get_plugins
+from pai.core.testing import create_test_runtime, reset_plugins
 from pydantic import BaseModel, ValidationError
 
 from acme_vault import Vault, VaultOptions, memory_server, vault

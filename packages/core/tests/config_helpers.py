@@ -12,20 +12,17 @@ from pydantic import BaseModel, ConfigDict
 from pai.core import (
     Agent,
     CapabilityBinding,
-    CapabilityRegistration,
-    CapabilitySettings,
     ConfigError,
     PaiConfig,
-    Plugins,
     ToolContext,
     bindings_from_config,
     create_capability_binding,
     define_agent,
     define_capability,
     define_tool,
-    hookimpl,
     load_config,
 )
+from pai.core.ext import CapabilityRegistration, CapabilitySettings, Plugins, hookimpl
 
 NO_ENV: dict[str, str] = {}
 

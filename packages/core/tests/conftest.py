@@ -8,13 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from pai.core import reset_plugins
+from pai.core.testing import reset_plugins
 
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The event loop ``pytest.mark.anyio`` tests run on: both of them, one after the other."""
-    return request.param
+# anyio_backend: every anyio test on asyncio and on trio (one fixture for every package).
+from pai.core.testing.pytest_plugin import anyio_backend as anyio_backend
 
 
 @pytest.fixture

@@ -33,7 +33,6 @@ from pai.core import (
     Message,
     Model,
     RuntimeErrorEvent,
-    Storage,
     Tool,
     ToolContext,
     create_agent_runtime,
@@ -44,6 +43,7 @@ from pai.core import (
     define_tool,
 )
 from pai.core._awaitables import resolve
+from pai.core.ext import Storage
 
 SCOPE = "acme"
 

@@ -20,11 +20,6 @@ from pai.core import (
 from pai.core._scope import SCOPE_KINDS
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
 class Sandbox(Protocol):
     def run(self, command: str) -> str: ...
 

@@ -16,7 +16,8 @@ from pai.core.cli import create_cli
 AGENT_MODULE = """
 from pydantic import BaseModel
 
-from pai.core import ModelNotFoundError, TextDelta, define_agent, define_tool
+from pai.core import ModelNotFoundError, define_agent, define_tool
+from pai.core.ext import TextDelta
 from pai.core.testing import ScriptedModel, events, text, tool_call
 
 

@@ -32,17 +32,8 @@ import asyncio
 
 from pydantic import BaseModel
 
-from pai.core import (
-    AssistantMessage,
-    ModelNotFoundError,
-    ResponseFinished,
-    TextDelta,
-    ToolCall,
-    ToolResultMessage,
-    define_agent,
-    define_tool,
-    response_events,
-)
+from pai.core import AssistantMessage, ModelNotFoundError, ToolCall, ToolResultMessage, define_agent, define_tool
+from pai.core.ext import ResponseFinished, TextDelta, response_events
 from pai.core.testing import FunctionModel
 
 

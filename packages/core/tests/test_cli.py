@@ -63,7 +63,7 @@ def dists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Distribut
 
 GOOD_PLUGIN = """
 import click
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 
 @click.command("hello")
 @click.option("--name", default="world")
@@ -196,7 +196,7 @@ def test_a_plugin_whose_cli_hook_fails_is_reported_and_the_rest_works(
         "pai-test-badcli",
         "pai_test_badcli_plugin",
         """
-        from pai.core import hookimpl
+        from pai.core.ext import hookimpl
 
         @hookimpl
         def pai_cli(cli):
@@ -439,7 +439,7 @@ def test_config_check_fails_with_one_message_naming_the_file_and_key(
 
 
 CLI_BROKEN_PLUGIN = """
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 
 
 @hookimpl
@@ -485,7 +485,7 @@ def test_pai_plugins_names_the_plugin_whose_cli_hook_raised() -> None:
 
 GENERATOR_PLUGIN = """
 import click
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 from pai.core.cli import generate_group
 
 @click.command("widgets", help="Write a module of widget names.")
@@ -499,7 +499,7 @@ def pai_cli(cli):
 """
 
 GENERATE_BROKEN_PLUGIN = """
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 from pai.core.cli import generate_group
 
 @hookimpl

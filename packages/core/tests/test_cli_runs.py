@@ -16,14 +16,16 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from pai.core import DurabilityError, DurableRunAdmin, RunSpec, Steps, UnknownDurableRunError
+from pai.core import DurabilityError, UnknownDurableRunError
 from pai.core.cli import create_cli
+from pai.core.ext import DurableRunAdmin, RunSpec, Steps
 from pai.core.testing import JournalEngine, SimulatedCrash
 
 Run = Callable[..., Result]
 
 PLUGIN = '''
-from pai.core import DurabilityError, DurabilityRegistration, hookimpl
+from pai.core import DurabilityError
+from pai.core.ext import DurabilityRegistration, hookimpl
 
 ENGINE = None
 
@@ -249,7 +251,7 @@ def test_an_engine_without_admin_is_named(pai: Run) -> None:
     result = pai("ls", toml='[durability]\nengine = "plain"\n')
     assert result.exit_code == 2
     assert "the durability engine 'plain'" in result.stderr
-    assert "does not implement pai.core.DurableRunAdmin" in result.stderr
+    assert "does not implement pai.core.ext.DurableRunAdmin" in result.stderr
 
 
 def test_a_database_password_is_never_printed(pai: Run) -> None:

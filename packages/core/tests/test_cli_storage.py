@@ -24,7 +24,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pai.core import InMemoryStorage, StorageError, StorageRegistration, hookimpl
+from pai.core import InMemoryStorage, StorageError
+from pai.core.ext import StorageRegistration, hookimpl
 
 MIGRATIONS = ("1: threads", "2: leases")
 

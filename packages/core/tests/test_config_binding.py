@@ -29,12 +29,9 @@ from pai.core import (
     AcquireInput,
     CapabilityBinding,
     CapabilityBindingError,
-    CapabilityRegistration,
-    CapabilitySettings,
     ConfigError,
     InMemoryStorage,
     PaiConfig,
-    Plugins,
     ToolResultMessage,
     UserError,
     bindings_from_config,
@@ -46,6 +43,7 @@ from pai.core import (
     define_tool,
     load_config,
 )
+from pai.core.ext import CapabilityRegistration, CapabilitySettings, Plugins
 from pai.core.testing import ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.usefixtures("fresh_plugins")

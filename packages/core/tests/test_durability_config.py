@@ -11,16 +11,13 @@ from config_helpers import config_of
 
 from pai.core import (
     ConfigError,
-    DurabilityRegistration,
-    DurabilitySettings,
     InMemoryStorage,
-    Plugins,
     create_agent_runtime,
     define_agent,
     durability_from_config,
-    hookimpl,
 )
 from pai.core._config_check import check_static
+from pai.core.ext import DurabilityRegistration, DurabilitySettings, Plugins, hookimpl
 from pai.core.testing import JournalEngine, ScriptedModel, text
 
 

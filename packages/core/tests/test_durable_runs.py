@@ -14,14 +14,11 @@ from pydantic import BaseModel
 
 from pai.core import (
     AgentRuntime,
-    BlobStore,
     DurabilityError,
     DurableReplayError,
     InMemoryStorage,
     ModelRequest,
     RunResult,
-    RunSpec,
-    Storage,
     ToolContext,
     ToolEnabledInput,
     ToolEntry,
@@ -38,6 +35,7 @@ from pai.core._durability import (
     tool_step,
 )
 from pai.core._messages import AssistantMessage, message_adapter
+from pai.core.ext import BlobStore, RunSpec, Storage
 from pai.core.testing import (
     FunctionModel,
     JournalEngine,

@@ -15,6 +15,7 @@ import pytest
 import pai.core
 import pai.model_openai
 import pai.sandbox
+import pai.sandbox.provider
 
 
 def _run(code: str) -> list[str]:
@@ -74,9 +75,9 @@ def test_every_exported_name_is_the_object_its_module_defines() -> None:
         assert getattr(pai.core, name) is getattr(importlib.import_module(module), name), name
 
 
-# The packages that export through pai.core.lazy and that this package's tests install
+# The packages that export through pai.core.ext.lazy_exports and that this package's tests install
 # (pai-skills is not among them: it is not installed in them).
-LAZY_PACKAGES = [pai.core, pai.sandbox, pai.model_openai]
+LAZY_PACKAGES = [pai.core, pai.sandbox, pai.sandbox.provider, pai.model_openai]
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES, ids=lambda m: m.__name__)

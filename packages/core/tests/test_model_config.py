@@ -22,18 +22,16 @@ from pai.core import (
     InMemoryStorage,
     Model,
     ModelConfigurationError,
-    ModelRegistration,
     ModelRequest,
     PaiConfig,
-    Plugins,
     create_agent_runtime,
     define_agent,
-    hookimpl,
     load_config,
     model_from_config,
     resolve_model,
 )
 from pai.core._model_config import check_model_config
+from pai.core.ext import ModelRegistration, Plugins, hookimpl
 
 
 class AcmeOptions(BaseModel):

@@ -12,16 +12,18 @@ from pai.core import (
     ModelBadRequestError,
     ModelConfigurationError,
     ModelConnectionError,
-    ModelEvent,
     ModelOverloadedError,
     ModelRateLimitError,
     ModelRequest,
-    ResponseFinished,
-    RetryAttempt,
     RetryPolicy,
-    TextDelta,
     UserError,
     UserMessage,
+)
+from pai.core.ext import (
+    ModelEvent,
+    ResponseFinished,
+    RetryAttempt,
+    TextDelta,
     call_with_retries,
     stream_with_retries,
 )

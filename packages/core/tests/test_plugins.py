@@ -26,10 +26,9 @@ from pai.core import (
     define_agent,
     define_capability,
     define_tool,
-    get_plugins,
-    reset_plugins,
 )
-from pai.core.testing import ScriptedModel, text, tool_call
+from pai.core.ext import get_plugins
+from pai.core.testing import ScriptedModel, reset_plugins, text, tool_call
 
 _serial = itertools.count(1)
 
@@ -73,9 +72,8 @@ class Site:
         return self.install(
             distribution,
             f"""
-            from pai.core import (
-                CapabilityRegistration, create_capability_binding, define_capability, hookimpl,
-            )
+            from pai.core.ext import CapabilityRegistration, hookimpl
+            from pai.core import create_capability_binding, define_capability
 
             class Facade:
                 source = {distribution!r}
@@ -255,7 +253,7 @@ def test_a_hook_that_raises_is_a_plugin_error_naming_its_distribution(site: Site
     site.install(
         "flaky-plugin",
         """
-        from pai.core import hookimpl
+        from pai.core.ext import hookimpl
 
         @hookimpl
         def pai_capabilities():

@@ -9,8 +9,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from pai.core import PaiConfig, PaiError, Plugins, Probe, hookimpl
+from pai.core import PaiConfig, PaiError
 from pai.core._probes import ProbeResult, collect_probes, run_probes
+from pai.core.ext import Plugins, Probe, hookimpl
 
 pytestmark = pytest.mark.usefixtures("fresh_plugins")
 

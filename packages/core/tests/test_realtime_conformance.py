@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pai.core import InMemoryRunChannel, RunChannel
+from pai.core.ext import InMemoryRunChannel, RunChannel
 from pai.core.testing import RunChannelConformance
 
 

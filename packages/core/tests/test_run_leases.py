@@ -30,10 +30,8 @@ from pai.core import (
     InMemoryStorage,
     Message,
     ModelRequest,
-    RunLease,
     RunLeaseLostError,
     SqliteStorage,
-    Storage,
     StorageError,
     ThreadBusyError,
     ThreadDeletedError,
@@ -48,6 +46,7 @@ from pai.core import (
     define_tool,
     load_config,
 )
+from pai.core.ext import RunLease, Storage
 from pai.core.testing import FunctionModel, text, tool_call
 
 pytestmark = pytest.mark.anyio

@@ -7,15 +7,9 @@ from collections.abc import Sequence
 import pytest
 from helpers import Who, build_agent, build_runtime
 
-from pai.core import (
-    AssistantMessage,
-    InMemoryStorage,
-    Message,
-    ModelRequest,
-    ThreadRecord,
-    UserMessage,
-)
+from pai.core import AssistantMessage, InMemoryStorage, Message, ModelRequest, UserMessage
 from pai.core._lifecycle import HistorySnapshot
+from pai.core.ext import ThreadRecord
 from pai.core.testing import FunctionModel, text
 
 pytestmark = pytest.mark.anyio

@@ -35,7 +35,6 @@ from pai.core import (
     RuntimeClosedError,
     ThreadDeletedError,
     ThreadNotFoundError,
-    ThreadRecord,
     Tool,
     ToolContext,
     create_agent_runtime,
@@ -44,6 +43,7 @@ from pai.core import (
     define_tool,
     instance_key,
 )
+from pai.core.ext import ThreadRecord
 from pai.core.testing import ScriptedModel, text, tool_call, tool_calls
 
 pytestmark = pytest.mark.anyio

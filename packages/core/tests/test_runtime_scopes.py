@@ -28,11 +28,11 @@ from pai.core import (
     CapabilityScopeInput,
     InMemoryStorage,
     StorageError,
-    ThreadRecord,
     ToolResultMessage,
     create_agent_runtime,
     instance_key,
 )
+from pai.core.ext import ThreadRecord
 from pai.core.testing import ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.anyio

@@ -11,19 +11,15 @@ from pai.core import (
     ConfigError,
     DuplicateRegistrationError,
     InMemoryStorage,
-    Plugins,
     SqliteStorage,
-    Storage,
-    StorageRegistration,
-    StorageURL,
     create_agent_runtime,
     create_pai,
     define_agent,
-    hookimpl,
     load_config,
     open_storage,
     storage_from_config,
 )
+from pai.core.ext import Plugins, Storage, StorageRegistration, StorageURL, hookimpl
 
 pytestmark = pytest.mark.anyio
 

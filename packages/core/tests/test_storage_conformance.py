@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pai.core import InMemoryStorage, SqliteStorage, Storage
+from pai.core import InMemoryStorage, SqliteStorage
+from pai.core.ext import Storage
 from pai.core.testing import StorageConformance
 
 pytest_plugins = ["pytester"]

@@ -12,7 +12,8 @@ import anyio
 import pytest
 from helpers import SCHEMA_1
 
-from pai.core import BlobStore, SqliteStorage, UserMessage
+from pai.core import SqliteStorage, UserMessage
+from pai.core.ext import BlobStore
 
 pytestmark = pytest.mark.anyio
 

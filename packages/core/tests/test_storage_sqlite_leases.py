@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from helpers import SCHEMA_1
 
-from pai.core import SqliteStorage, ThreadRecord, UserMessage
+from pai.core import SqliteStorage, UserMessage
+from pai.core.ext import ThreadRecord
 
 pytestmark = pytest.mark.anyio
 

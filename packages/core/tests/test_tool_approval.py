@@ -20,7 +20,6 @@ from pai.core import (
     ModelRequest,
     RunResult,
     SqliteStorage,
-    Storage,
     ToolApproval,
     ToolContext,
     ToolResultMessage,
@@ -37,6 +36,7 @@ from pai.core._durability import (
     tool_step,
 )
 from pai.core._messages import AssistantMessage, message_adapter
+from pai.core.ext import Storage
 from pai.core.testing import (
     FunctionModel,
     JournalEngine,

@@ -7,5 +7,5 @@ import pytest
 
 
 @pytest.fixture
-def anyio_backend() -> str:
+def anyio_backend() -> str:  # asyncio only: DBOS runs its workflows on asyncio only
     return "asyncio"

@@ -39,15 +39,14 @@ from pydantic import BaseModel  # noqa: E402
 from pai.core import (  # noqa: E402
     AgentRuntime,
     ModelRequest,
-    RunSpec,
     SqliteStorage,
-    Storage,
     ToolContext,
     create_agent_runtime,
     define_agent,
     define_tool,
     message_adapter,
 )
+from pai.core.ext import RunSpec, Storage  # noqa: E402
 from pai.core.testing import FunctionModel, text, tool_call, tool_calls  # noqa: E402
 
 CRASH_POINTS = (

@@ -44,7 +44,6 @@ from pydantic import BaseModel  # noqa: E402
 from pai.core import (  # noqa: E402
     AgentRuntime,
     ModelRequest,
-    RunSpec,
     SqliteStorage,
     ToolContext,
     create_agent_runtime,
@@ -52,6 +51,7 @@ from pai.core import (  # noqa: E402
     define_tool,
     message_adapter,
 )
+from pai.core.ext import RunSpec  # noqa: E402
 from pai.core.testing import FunctionModel, text, tool_call  # noqa: E402
 from pai.sandbox import sandbox, sandbox_capability  # noqa: E402
 from pai.sandbox_docker import DockerSandboxProvider  # noqa: E402

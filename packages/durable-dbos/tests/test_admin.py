@@ -19,15 +19,10 @@ import pytest
 from click.testing import CliRunner
 from test_engine import Gate, engine_at, gated_runtime
 
-from pai.core import (
-    DurabilityError,
-    DurableRunAdmin,
-    DurableRunInfo,
-    SqliteStorage,
-    UnknownDurableRunError,
-    reset_plugins,
-)
+from pai.core import DurabilityError, SqliteStorage, UnknownDurableRunError
 from pai.core.cli import create_cli
+from pai.core.ext import DurableRunAdmin, DurableRunInfo
+from pai.core.testing import reset_plugins
 from pai.durable_dbos import DbosEngine, DbosEngineError
 
 

@@ -18,17 +18,15 @@ from dbos_crash_worker import Scenario, dumped
 
 from pai.core import (
     DurabilityError,
-    DurableHost,
     InMemoryStorage,
     ModelRequest,
-    RunSpec,
     SqliteStorage,
-    Steps,
     ToolContext,
     create_agent_runtime,
     define_agent,
     define_tool,
 )
+from pai.core.ext import DurableHost, RunSpec, Steps
 from pai.core.testing import FunctionModel, text, tool_calls
 from pai.durable_dbos import DbosEngine, DbosEngineError
 

@@ -74,5 +74,5 @@ def temporal() -> Iterator[str]:
 
 
 @pytest.fixture
-def anyio_backend() -> str:
+def anyio_backend() -> str:  # asyncio only: Temporal's SDK needs it
     return "asyncio"

@@ -38,18 +38,15 @@ from pydantic import BaseModel  # noqa: E402
 
 from pai.core import (  # noqa: E402
     AgentRuntime,
-    DurableHost,
     ModelRequest,
-    RunSpec,
     SqliteStorage,
-    Steps,
-    Storage,
     ToolContext,
     create_agent_runtime,
     define_agent,
     define_tool,
     message_adapter,
 )
+from pai.core.ext import DurableHost, RunSpec, Steps, Storage  # noqa: E402
 from pai.core.testing import FunctionModel, text, tool_call, tool_calls  # noqa: E402
 
 HEARTBEAT_TIMEOUT = 2.0

@@ -49,17 +49,15 @@ from pydantic import BaseModel  # noqa: E402
 
 from pai.core import (  # noqa: E402
     AgentRuntime,
-    DurableHost,
     ModelRequest,
-    RunSpec,
     SqliteStorage,
-    Steps,
     ToolContext,
     create_agent_runtime,
     define_agent,
     define_tool,
     message_adapter,
 )
+from pai.core.ext import DurableHost, RunSpec, Steps  # noqa: E402
 from pai.core.testing import FunctionModel, text, tool_call  # noqa: E402
 from pai.sandbox import sandbox, sandbox_capability  # noqa: E402
 from pai.sandbox_docker import DockerSandboxProvider  # noqa: E402

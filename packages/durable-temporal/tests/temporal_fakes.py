@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pai.core import RunSpec, StepLimitExceededError, Steps
+from pai.core import StepLimitExceededError
+from pai.core.ext import RunSpec, Steps
 
 
 class FakeHost:

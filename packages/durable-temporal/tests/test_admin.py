@@ -12,13 +12,8 @@ from collections.abc import Callable, Sequence
 import pytest
 from temporal_fakes import FakeHost, spec
 
-from pai.core import (
-    DurabilityError,
-    DurableRunAdmin,
-    DurableRunInfo,
-    StepLimitExceededError,
-    UnknownDurableRunError,
-)
+from pai.core import DurabilityError, StepLimitExceededError, UnknownDurableRunError
+from pai.core.ext import DurableRunAdmin, DurableRunInfo
 from pai.durable_temporal import TemporalEngine
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pai.core import ConfigError, PaiConfig, Plugins, durability_from_config, load_config
+from pai.core import ConfigError, PaiConfig, durability_from_config, load_config
+from pai.core.ext import Plugins
 
 
 def plugins() -> Plugins:

@@ -24,14 +24,13 @@ from pai.core import (
     DurabilityError,
     InMemoryStorage,
     ModelRequest,
-    RunSpec,
     SqliteStorage,
-    Storage,
     ToolContext,
     create_agent_runtime,
     define_agent,
     define_tool,
 )
+from pai.core.ext import RunSpec, Storage
 from pai.core.testing import FunctionModel, text, tool_call, tool_calls
 from pai.durable_temporal import TemporalEngine
 

@@ -26,17 +26,19 @@ from pai.core import (
     InMemoryStorage,
     ModelRequest,
     ModelResponseError,
-    ResponseFinished,
-    TextDelta,
     ToolCall,
-    ToolCallArgumentsDelta,
-    ToolCallFinished,
-    ToolCallStarted,
     ToolContext,
     create_pai,
     define_agent,
     define_command,
     define_tool,
+)
+from pai.core.ext import (
+    ResponseFinished,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallFinished,
+    ToolCallStarted,
 )
 from pai.core.testing import FunctionModel
 from pai.http import HttpLimits, Unauthenticated, create_asgi_app

@@ -7,6 +7,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from pai.core import RetryPolicy
+
+# anyio_backend: every anyio test on asyncio and on trio (one fixture for every package).
+from pai.core.testing.pytest_plugin import anyio_backend as anyio_backend
 from pai.model_openai import OpenAIModel
 from pai.model_openai.testing import OpenAITestServer
 
@@ -18,12 +21,6 @@ __all__ = ["openai_server"]
 
 FAST_RETRIES = RetryPolicy(max_attempts=3, initial_delay=0.0, jitter=0.0)
 """Retries without pauses (the server's retry-after still applies)."""
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The event loop ``pytest.mark.anyio`` tests run on: both of them, one after the other."""
-    return request.param
 
 
 @pytest.fixture

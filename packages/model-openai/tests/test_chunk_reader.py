@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pai.core import ModelConnectionError, ModelResponseError, ResponseFinished, ToolCallStarted
+from pai.core import ModelConnectionError, ModelResponseError
+from pai.core.ext import ResponseFinished, ToolCallStarted
 from pai.model_openai._chat import ChunkReader
 
 

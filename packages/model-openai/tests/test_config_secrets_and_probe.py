@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from pai.core import ModelConfigurationError, reset_plugins
+from pai.core import ModelConfigurationError
 from pai.core.cli import create_cli
+from pai.core.testing import reset_plugins
 from pai.model_openai import OpenAIModel
 from pai.model_openai.testing import OpenAITestServer, error_answer, text_answer
 

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pai.core import (
-    ModelConfigurationError,
-    ModelRegistration,
-    ModelRequest,
-    RetryPolicy,
-    UserError,
-    UserMessage,
-)
+from pai.core import ModelConfigurationError, ModelRequest, RetryPolicy, UserError, UserMessage
+from pai.core.ext import ModelRegistration
 from pai.model_openai import OpenAIModel, OpenAIOptions
 from pai.model_openai._plugin import build_model, model_registrations
 from pai.model_openai.testing import OpenAITestServer, text_answer

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from pai.core import reset_plugins
 from pai.core.cli import create_cli
+from pai.core.testing import reset_plugins
 from pai.model_openai.testing import (
     OpenAITestServer,
     error_answer,

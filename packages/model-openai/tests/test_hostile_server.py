@@ -23,12 +23,11 @@ from pai.core import (
     ModelRequest,
     ModelResponseError,
     ModelTimeoutError,
-    ToolCallFinished,
     Usage,
     UserMessage,
-    collect_response,
     define_agent,
 )
+from pai.core.ext import ToolCallFinished, collect_response
 from pai.core.testing import create_test_runtime
 from pai.model_openai import ModelRedirectError, OpenAIModel, OpenAIOptions
 from pai.model_openai._plugin import build_model

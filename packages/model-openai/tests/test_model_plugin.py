@@ -16,12 +16,12 @@ from pai.core import (
     ModelConfigurationError,
     create_agent_runtime,
     define_agent,
-    get_plugins,
     load_config,
-    reset_plugins,
     resolve_model,
 )
 from pai.core.cli import create_cli
+from pai.core.ext import get_plugins
+from pai.core.testing import reset_plugins
 from pai.model_openai import OpenAIModel
 from pai.model_openai.testing import OpenAITestServer, text_answer
 

@@ -8,19 +8,21 @@ import pytest
 from pydantic import BaseModel
 
 from pai.core import (
-    ResponseFinished,
     RunEvent,
     RunFinished,
+    ToolCallResult,
+    ToolContext,
+    Usage,
+    define_agent,
+    define_tool,
+)
+from pai.core.ext import (
+    ResponseFinished,
     TextDelta,
     ToolCallArgumentsDelta,
     ToolCallFinished,
-    ToolCallResult,
     ToolCallStarted,
-    ToolContext,
-    Usage,
     UsageReported,
-    define_agent,
-    define_tool,
 )
 from pai.core.testing import create_test_runtime
 from pai.model_openai import OpenAIModel

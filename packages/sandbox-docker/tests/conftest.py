@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+# anyio_backend: every anyio test on asyncio and on trio (one fixture for every package).
+from pai.core.testing.pytest_plugin import anyio_backend as anyio_backend
+
 IMAGE = os.environ.get("PAI_DOCKER_TEST_IMAGE", "pai-test-busybox:latest")
 REQUIRE = os.environ.get("PAI_REQUIRE_DOCKER") == "1"
 
@@ -21,12 +24,6 @@ def new_namespace() -> str:
     namespace = f"pai-test-{uuid.uuid4().hex[:12]}"
     NAMESPACES.add(namespace)
     return namespace
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The event loop ``pytest.mark.anyio`` tests run on: both of them, one after the other."""
-    return request.param
 
 
 def _connect() -> Any:

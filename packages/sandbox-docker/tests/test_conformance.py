@@ -7,7 +7,7 @@ from typing import Any
 import anyio.to_thread
 import pytest
 
-from pai.sandbox import SandboxProvider
+from pai.sandbox.provider import SandboxProvider
 from pai.sandbox.testing import SandboxProviderConformance
 from pai.sandbox_docker import DockerSandboxProvider, container_name
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from pai.sandbox import SandboxProvider
-from pai.sandbox.provider import ProviderOptionsError, build_provider, sandbox_providers
+from pai.sandbox import ProviderOptionsError, build_provider, sandbox_providers
+from pai.sandbox.provider import SandboxProvider
 from pai.sandbox_docker import DockerOptions, DockerSandboxProvider
 
 

@@ -20,8 +20,13 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from pai.sandbox import Sandbox, SandboxProvider, create_sandbox, create_sandbox_session_manager
-from pai.sandbox.provider import SandboxProviderError
+from pai.sandbox import (
+    Sandbox,
+    SandboxProviderError,
+    create_sandbox,
+    create_sandbox_session_manager,
+)
+from pai.sandbox.provider import SandboxProvider
 from pai.sandbox.testing import SandboxProviderConformance
 from pai.sandbox_docker import (
     DockerSandboxProvider,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pai.sandbox import SandboxProvider
+from pai.sandbox.provider import SandboxProvider
 from pai.sandbox.testing import SandboxProviderConformance
 from pai.sandbox_e2b import E2BSandboxProvider, key_hash
 from pai.sandbox_e2b.testing import E2BEmulator
@@ -15,7 +15,7 @@ from pai.sandbox_e2b.testing import E2BEmulator
 
 class TestE2BConformance(SandboxProviderConformance):
     @pytest.fixture
-    def anyio_backend(self) -> str:
+    def anyio_backend(self) -> str:  # asyncio only: the e2b SDK does not run on trio
         return "asyncio"
 
     @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pai.sandbox.provider import SandboxInputError, SandboxProviderError
+from pai.sandbox import SandboxInputError, SandboxProviderError
 from pai.sandbox_e2b import (
     E2BApiKeyMissingError,
     E2BAuthenticationError,

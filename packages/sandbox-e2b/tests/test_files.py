@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pai.sandbox import Sandbox
-from pai.sandbox.provider import (
+from pai.sandbox import (
+    Sandbox,
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,

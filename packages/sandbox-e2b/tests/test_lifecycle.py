@@ -16,8 +16,7 @@ import anyio
 import pytest
 from e2b_helpers import provider_for, sandbox_of, sandbox_on
 
-from pai.sandbox import SeedFile
-from pai.sandbox.provider import SandboxFileTooLargeError
+from pai.sandbox import SandboxFileTooLargeError, SeedFile
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator
 

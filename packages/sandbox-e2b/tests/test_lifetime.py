@@ -20,8 +20,7 @@ import pytest
 from e2b import AsyncSandbox
 from e2b_helpers import provider_for, sandbox_of, sandbox_on
 
-from pai.sandbox import SeedFile
-from pai.sandbox.provider import ProviderOptionsError, SandboxInputError, build_provider
+from pai.sandbox import ProviderOptionsError, SandboxInputError, SeedFile, build_provider
 from pai.sandbox_e2b import E2BSandboxProvider, _lifetime, key_hash
 from pai.sandbox_e2b.testing import E2BEmulator, EmulatedRequest
 

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import pytest
 
-from pai.sandbox import SandboxProvider
+from pai.sandbox.provider import SandboxProvider
 from pai.sandbox.testing import SandboxProviderConformance
 from pai.sandbox_e2b import E2BSandboxProvider
 
@@ -28,7 +28,7 @@ class TestE2BLiveConformance(SandboxProviderConformance):
     live_namespace: ClassVar[str] = f"pai-live-test-{uuid.uuid4().hex[:8]}"
 
     @pytest.fixture
-    def anyio_backend(self) -> str:
+    def anyio_backend(self) -> str:  # asyncio only: the e2b SDK does not run on trio
         return "asyncio"
 
     def create_provider(self) -> SandboxProvider:

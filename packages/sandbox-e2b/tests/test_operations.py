@@ -12,13 +12,8 @@ from typing import Any
 import pytest
 from e2b.envd.process import process_pb
 
-from pai.sandbox import Sandbox
-from pai.sandbox.provider import (
-    FileWrite,
-    SandboxInputError,
-    SandboxNotADirectoryError,
-    SandboxProviderError,
-)
+from pai.sandbox import Sandbox, SandboxInputError, SandboxNotADirectoryError, SandboxProviderError
+from pai.sandbox.provider import FileWrite
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b._instance import _exit_code
 from pai.sandbox_e2b.testing import E2BEmulator

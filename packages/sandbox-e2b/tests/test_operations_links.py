@@ -13,12 +13,14 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from pai.sandbox import Sandbox, create_sandbox, create_sandbox_session_manager
-from pai.sandbox.provider import (
+from pai.sandbox import (
+    Sandbox,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
     SandboxFileTooLargeError,
     SandboxIsADirectoryError,
+    create_sandbox,
+    create_sandbox_session_manager,
 )
 from pai.sandbox_e2b import E2BSandboxProvider
 from pai.sandbox_e2b.testing import E2BEmulator

@@ -8,18 +8,14 @@ import pytest
 from inmemory_helpers import MakeProvider
 from just_bash import ExecutionLimits
 
+# anyio_backend: every anyio test on asyncio and on trio (one fixture for every package).
+from pai.core.testing.pytest_plugin import anyio_backend as anyio_backend
 from pai.sandbox_inmemory import (
     DEFAULT_MEMORY_BUDGET,
     InMemorySandboxInstance,
     InMemorySandboxProvider,
     create_in_memory_sandbox_provider,
 )
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The event loop ``pytest.mark.anyio`` tests run on: both of them, one after the other."""
-    return request.param
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pai.sandbox import FileWrite
+from pai.sandbox.provider import FileWrite
 from pai.sandbox_inmemory import InMemorySandboxInstance, InMemorySandboxProvider
 from pai.sandbox_inmemory._worker import host_file_opens
 

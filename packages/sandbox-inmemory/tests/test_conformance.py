@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pai.sandbox import SandboxProvider
+from pai.sandbox.provider import SandboxProvider
 from pai.sandbox.testing import SandboxProviderConformance
 from pai.sandbox_inmemory import InMemorySandboxProvider, create_in_memory_sandbox_provider
 

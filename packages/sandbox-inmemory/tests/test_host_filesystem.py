@@ -15,7 +15,7 @@ import anyio
 import pytest
 from inmemory_helpers import MakeProvider
 
-from pai.sandbox import FileWrite, RawCommandResult
+from pai.sandbox.provider import FileWrite, RawCommandResult
 from pai.sandbox_inmemory import (
     InMemorySandboxInstance,
 )

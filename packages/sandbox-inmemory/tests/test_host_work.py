@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 import pytest
 
-from pai.sandbox import FileWrite, RawCommandResult, SandboxInputError
+from pai.sandbox import SandboxInputError
+from pai.sandbox.provider import FileWrite, RawCommandResult
 from pai.sandbox_inmemory import EXIT_TIMEOUT, InMemorySandboxInstance, InMemorySandboxProvider
 from pai.sandbox_inmemory._hostfs import MAX_SYMLINKS, MAX_WALK, HostFs, drive, serve_frame
 from pai.sandbox_inmemory._protocol import MAX_JSON

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pai.core import cli as core_cli
-from pai.core import reset_plugins
 from pai.core.cli import create_cli
+from pai.core.testing import reset_plugins
 
 ANSI = "\x1b["
 DEFAULT_NOTE = "no sandbox provider configured; using the embedded 'inmemory' provider"

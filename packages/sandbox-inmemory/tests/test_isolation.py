@@ -17,7 +17,7 @@ import anyio
 import pytest
 from inmemory_helpers import MakeProvider
 
-from pai.sandbox import FileWrite, RawCommandResult
+from pai.sandbox.provider import FileWrite, RawCommandResult
 from pai.sandbox_inmemory import (
     EXIT_OUT_OF_MEMORY,
     EXIT_TIMEOUT,

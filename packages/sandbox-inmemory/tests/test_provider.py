@@ -19,22 +19,24 @@ import pytest
 from inmemory_helpers import MakeProvider
 
 from pai.sandbox import (
-    FileWrite,
-    ProviderFeatures,
-    RawCommandResult,
     SandboxClosedError,
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
     SandboxInputError,
-    SandboxInstance,
     SandboxIsADirectoryError,
     SandboxNotADirectoryError,
-    SandboxProvider,
     SandboxVanishedError,
     SeedFile,
     create_sandbox,
     create_sandbox_session_manager,
+)
+from pai.sandbox.provider import (
+    FileWrite,
+    ProviderFeatures,
+    RawCommandResult,
+    SandboxInstance,
+    SandboxProvider,
 )
 from pai.sandbox_inmemory import (
     EXIT_INTERPRETER_ERROR,

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pai.core import reset_plugins
 from pai.core.cli import create_cli
-from pai.sandbox import FileWrite
+from pai.core.testing import reset_plugins
+from pai.sandbox.provider import FileWrite
 from pai.sandbox_inmemory import InMemorySandboxInstance
 
 IF_SCRIPT = 'if [ ! -f p ]; then\n  echo "no pkg"\nfi\necho end\n'

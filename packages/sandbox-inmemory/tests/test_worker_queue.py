@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from pai.sandbox import RawCommandResult
+from pai.sandbox.provider import RawCommandResult
 from pai.sandbox_inmemory import (
     EXIT_TIMEOUT,
     InMemorySandboxInstance,

@@ -39,3 +39,9 @@ def _bwrap_works() -> None:
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Short: the supervisor's socket lives in it, and a Unix socket path holds 107 bytes.
     return tmp_path_factory.mktemp("sbx")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """asyncio only: each test starts bwrap sandboxes (slow); the conformance suite covers trio."""
+    return "asyncio"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pai.sandbox import SandboxProvider
+from pai.sandbox.provider import SandboxProvider
 from pai.sandbox.testing import SandboxProviderConformance
 from pai.sandbox_local import LocalSandboxProvider
 

@@ -23,11 +23,6 @@ LIMIT = 32 * MIB
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def provider(state_dir: Path) -> AsyncIterator[LocalSandboxProvider]:
     provider = LocalSandboxProvider(state_dir=state_dir, disk=LIMIT, file_size="8m", tmp_size="4m")
     try:

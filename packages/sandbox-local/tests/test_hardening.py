@@ -25,11 +25,6 @@ CALL = (
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def box(state_dir: Path) -> AsyncIterator[Sandbox]:
     if filter_program() is None:
         pytest.skip("no seccomp filter is known for this machine's architecture")

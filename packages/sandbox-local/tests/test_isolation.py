@@ -16,11 +16,6 @@ from pai.sandbox_local import LocalSandboxProvider
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _host_process(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """A process of the host, outside every sandbox (started at once: no wait to block on)."""
     return subprocess.Popen(argv, env=env)

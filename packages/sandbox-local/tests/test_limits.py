@@ -18,11 +18,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def provider(state_dir: Path) -> AsyncIterator[LocalSandboxProvider]:
     provider = LocalSandboxProvider(state_dir=state_dir, processes=64, file_size="1m")
     try:

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pai.sandbox import SandboxInputError, SandboxUnavailableError
-from pai.sandbox.provider import ProviderOptionsError, build_provider, sandbox_providers
+from pai.sandbox import (
+    ProviderOptionsError,
+    SandboxInputError,
+    SandboxUnavailableError,
+    build_provider,
+    sandbox_providers,
+)
 from pai.sandbox_local import LocalOptions, LocalSandboxProvider
 from pai.sandbox_local._bwrap import explain_bwrap_failure, find_bwrap
 

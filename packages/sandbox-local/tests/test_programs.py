@@ -22,11 +22,6 @@ SCRIPT = (
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def box(state_dir: Path) -> AsyncIterator[Sandbox]:
     provider = LocalSandboxProvider(state_dir=state_dir)
     manager = SandboxSessionManager(provider)

@@ -1,6 +1,6 @@
 """A test double of a sandbox provider, for pai-sandbox's own tests.
 
-:class:`FakeProvider` implements :class:`~pai.sandbox.SandboxProvider` without any backend:
+:class:`FakeProvider` implements :class:`~pai.sandbox.provider.SandboxProvider` without any backend:
 
 - instances keep their files in a nested ``dict`` (folders are dicts, files are :class:`FakeFile`),
   so read / write / list / remove / make_dir / exists behave like a small real file system and
@@ -39,11 +39,7 @@ import anyio.lowlevel
 
 from pai.sandbox import (
     DirEntry,
-    FileWrite,
     InstanceInfo,
-    OutputCallback,
-    ProviderFeatures,
-    RawCommandResult,
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
@@ -52,6 +48,7 @@ from pai.sandbox import (
     SandboxNotADirectoryError,
     SandboxVanishedError,
 )
+from pai.sandbox.provider import FileWrite, OutputCallback, ProviderFeatures, RawCommandResult
 
 _ids = itertools.count(1)
 
@@ -263,7 +260,7 @@ class FakeInstance:
 
 @dataclass(eq=False)
 class FakeProvider:
-    """A :class:`~pai.sandbox.SandboxProvider` test double; see the module docstring."""
+    """A :class:`~pai.sandbox.provider.SandboxProvider` test double; see the module docstring."""
 
     gate: anyio.Event | None = None
     destroy_gate: anyio.Event | None = None

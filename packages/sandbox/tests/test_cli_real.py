@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from pai.core import reset_plugins
 from pai.core.cli import create_cli
+from pai.core.testing import reset_plugins
 
 DEFAULT_NOTE = "no sandbox provider configured; using the embedded 'inmemory' provider"
 

@@ -30,11 +30,10 @@ from pai.core import (
     create_agent_runtime,
     define_agent,
     define_tool,
-    get_plugins,
     load_config,
-    reset_plugins,
 )
-from pai.core.testing import ScriptedModel, text, tool_call
+from pai.core.ext import get_plugins
+from pai.core.testing import ScriptedModel, reset_plugins, text, tool_call
 from pai.sandbox import Sandbox, sandbox
 from pai.sandbox._registry import (
     ProviderOptionsError,
@@ -49,7 +48,7 @@ FAKE_PROVIDER = """
 from pydantic import BaseModel, ConfigDict
 
 from fakes import FakeProvider
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 from pai.sandbox._registry import SandboxProviderRegistration
 
 built = []

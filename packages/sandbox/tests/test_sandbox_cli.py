@@ -22,19 +22,20 @@ from fakes import FakeFile, FakeInstance, FakeProvider, Reply
 from pydantic import BaseModel, ConfigDict, Field
 
 from pai.core import cli as core_cli
-from pai.core import get_plugins, hookimpl, load_config, reset_plugins
+from pai.core import load_config
 from pai.core.cli import create_cli
+from pai.core.ext import get_plugins, hookimpl
+from pai.core.testing import reset_plugins
 from pai.sandbox import (
     DEFAULT_PROVIDER,
     ProviderOptionsError,
-    RawCommandResult,
     SandboxProviderError,
-    SandboxProviderRegistration,
     UnknownProviderError,
 )
 from pai.sandbox._cli import _sandboxes as sandbox_cli
 from pai.sandbox._cli._sandboxes import format_age, parse_duration
 from pai.sandbox._settings import configured_provider
+from pai.sandbox.provider import RawCommandResult, SandboxProviderRegistration
 
 ANSI = "\x1b["
 

@@ -14,7 +14,6 @@ from pai.sandbox import (
     DEFAULT_OUTPUT_LIMIT,
     DEFAULT_READ_LIMIT,
     DEFAULT_TIMEOUT,
-    FileWrite,
     Sandbox,
     SandboxFileNotFoundError,
     SandboxFileTooLargeError,
@@ -26,6 +25,7 @@ from pai.sandbox import (
     create_sandbox_session_manager,
     resolve_path,
 )
+from pai.sandbox.provider import FileWrite
 
 pytestmark = pytest.mark.anyio
 

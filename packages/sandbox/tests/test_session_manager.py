@@ -11,12 +11,12 @@ from fakes import FakeProvider
 
 from pai.sandbox import (
     SandboxClosedError,
-    SandboxInstance,
     SandboxSessionManager,
     SeedFile,
     create_sandbox,
     create_sandbox_session_manager,
 )
+from pai.sandbox.provider import SandboxInstance
 
 pytestmark = pytest.mark.anyio
 

@@ -18,16 +18,12 @@ if HERE not in sys.path:
 
 from skills_helpers import CountingProvider  # noqa: E402
 
-from pai.sandbox import SandboxProvider  # noqa: E402
+# anyio_backend: every anyio test on asyncio and on trio (one fixture for every package).
+from pai.core.testing.pytest_plugin import anyio_backend as anyio_backend  # noqa: E402
+from pai.sandbox.provider import SandboxProvider  # noqa: E402
 
 IMAGE = os.environ.get("PAI_DOCKER_TEST_IMAGE", "pai-test-busybox:latest")
 REQUIRE_DOCKER = os.environ.get("PAI_REQUIRE_DOCKER") == "1"
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The event loop ``pytest.mark.anyio`` tests run on: both of them, one after the other."""
-    return request.param
 
 
 def _docker_provider() -> SandboxProvider:

@@ -7,13 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+# anyio_backend: every anyio test on asyncio and on trio (one fixture for every package).
+from pai.core.testing.pytest_plugin import anyio_backend as anyio_backend
 from pai.storage_postgres.testing import TestSchemas, postgres_test_url
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The event loop ``pytest.mark.anyio`` tests run on: both of them, one after the other."""
-    return request.param
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 from click.testing import CliRunner, Result
 
-from pai.core import reset_plugins
 from pai.core.cli import create_cli
+from pai.core.testing import reset_plugins
 from pai.storage_postgres import LATEST_VERSION
 from pai.storage_postgres.testing import TestSchemas
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from pai.core import ThreadRecord
+from pai.core.ext import ThreadRecord
 from pai.storage_postgres import PostgresStorage
 from pai.storage_postgres.testing import TestSchemas
 

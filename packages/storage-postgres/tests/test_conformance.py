@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pai.core import Storage
+from pai.core.ext import Storage
 from pai.core.testing import StorageConformance
 from pai.storage_postgres import PostgresStorage
 from pai.storage_postgres.testing import TestSchemas

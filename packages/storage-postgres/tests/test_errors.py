@@ -11,7 +11,8 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from pai.core import StorageAccessError, StorageSchemaError, ThreadRecord, UserMessage
+from pai.core import StorageAccessError, StorageSchemaError, UserMessage
+from pai.core.ext import ThreadRecord
 from pai.storage_postgres import LATEST_VERSION, PostgresStorage
 from pai.storage_postgres.testing import TestSchemas
 

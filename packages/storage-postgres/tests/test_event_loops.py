@@ -11,7 +11,8 @@ from typing import Any
 
 import anyio
 
-from pai.core import ThreadRecord, UserMessage
+from pai.core import UserMessage
+from pai.core.ext import ThreadRecord
 from pai.storage_postgres import PostgresStorage
 from pai.storage_postgres.testing import TestSchemas
 
@@ -44,7 +45,7 @@ import sys
 
 import anyio
 
-from pai.core import ThreadRecord
+from pai.core.ext import ThreadRecord
 from pai.storage_postgres import PostgresStorage
 
 storage = PostgresStorage(sys.argv[1], schema=sys.argv[2], pool_min_size=4)

@@ -24,7 +24,8 @@ import anyio
 import psycopg
 import pytest
 
-from pai.core import StorageError, ThreadRecord, UserMessage
+from pai.core import StorageError, UserMessage
+from pai.core.ext import ThreadRecord
 from pai.storage_postgres import PostgresStorage
 from pai.storage_postgres.testing import TestSchemas, unavailable
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pai.core import ThreadRecord, UserMessage
+from pai.core import UserMessage
+from pai.core.ext import ThreadRecord
 from pai.storage_postgres import LATEST_VERSION, PostgresStorage
 from pai.storage_postgres.testing import TestSchemas
 

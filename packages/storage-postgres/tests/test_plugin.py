@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from pai.core import get_plugins
+from pai.core.ext import get_plugins
 
 
 def test_both_schemes_are_registered_by_this_distribution() -> None:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from pai.core import RunChannel, RunInfo, run_channel_for
+from pai.core.ext import RunChannel, RunInfo, run_channel_for
 from pai.core.testing import RunChannelConformance
 from pai.storage_postgres import PostgresRunChannel, PostgresStorage
 from pai.storage_postgres.testing import TestSchemas

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pai.core import AssistantMessage, ThreadRecord, ToolCall, ToolResultMessage, UserMessage
+from pai.core import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from pai.core.ext import ThreadRecord
 from pai.storage_postgres import PostgresStorage
 from pai.storage_postgres.testing import TestSchemas
 

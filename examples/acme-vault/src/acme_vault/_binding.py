@@ -16,11 +16,11 @@ from pai.core import (
     CapabilityBinding,
     CapabilityBindingError,
     CapabilityScope,
-    CapabilitySettings,
     DisposeInput,
     ScopeKind,
     create_capability_binding,
 )
+from pai.core.ext import CapabilitySettings
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from acme_vault._server import parse_url

@@ -13,7 +13,7 @@ and pydantic; a package wrapping a heavy service SDK imports the SDK only where 
 
 from __future__ import annotations
 
-from pai.core import CapabilityRegistration, hookimpl
+from pai.core.ext import CapabilityRegistration, hookimpl
 
 from acme_vault._binding import VaultOptions, vault_binding_from_settings
 from acme_vault._vault import vault

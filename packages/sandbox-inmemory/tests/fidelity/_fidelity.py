@@ -33,8 +33,8 @@ from pathlib import Path
 
 import anyio
 
-from pai.sandbox import FileWrite, create_sandbox, create_sandbox_session_manager
-from pai.sandbox.provider import SandboxProvider
+from pai.sandbox import create_sandbox, create_sandbox_session_manager
+from pai.sandbox.provider import FileWrite, SandboxProvider
 
 HERE = Path(__file__).parent
 CORPUS = HERE / "corpus"

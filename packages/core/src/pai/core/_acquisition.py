@@ -1,6 +1,6 @@
 """Acquisition: an operation's declared capabilities turned into facades, once per operation.
 
-Keys are derived with :func:`~pai.core.derive_instance_key` (walking to the root thread only for
+Keys are derived with :func:`~pai.core.ext.derive_instance_key` (walking to the root thread only for
 the scopes that need it); every key is derived before any binding is asked, and all of an
 operation's capabilities are acquired in parallel.
 """

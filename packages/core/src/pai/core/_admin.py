@@ -162,8 +162,8 @@ class ThreadHandle:
     async def stream(self, text: str) -> AsyncGenerator[RunEvent, None]:
         """``send``, streamed: add a user message, run the agent, and yield what happens.
 
-        Yields the model's events as they arrive (:class:`~pai.core.TextDelta`, the tool call
-        events, :class:`~pai.core.UsageReported`, :class:`~pai.core.ResponseFinished`), each
+        Yields the model's events as they arrive (:class:`~pai.core.ext.TextDelta`, the tool call
+        events, :class:`~pai.core.ext.UsageReported`, :class:`~pai.core.ext.ResponseFinished`), each
         step's tool results (:class:`~pai.core.ToolCallResult`), the events of runs delegated to
         subagents (:class:`~pai.core.DelegatedRunEvent`), and last :class:`~pai.core.RunFinished`
         with the :class:`RunResult` ``send`` returns. A failure raises from the iteration, as

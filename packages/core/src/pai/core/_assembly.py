@@ -158,7 +158,7 @@ def create_agent_runtime(
     Bindings given in ``capabilities`` win; every capability the agent needs that is not bound
     there is bound from configuration (``config``, by default :func:`~pai.core.load_config`, read
     only then) by the capability package a plugin registered for it (``plugins``, by default
-    :func:`~pai.core.get_plugins`). Wrong or extra bindings in code and capabilities neither code
+    :func:`~pai.core.ext.get_plugins`). Wrong or extra bindings in code and capabilities neither code
     nor configuration binds are reported together, in one :class:`CapabilityBindingError`
     (a :class:`~pai.core.ConfigError` when configuration was involved).
 

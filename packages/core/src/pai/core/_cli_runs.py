@@ -2,7 +2,7 @@
 one of them.
 
 The engine is the one ``[durability]`` configures (``engine = "dbos"`` and its options). The
-commands use its :class:`~pai.core.DurableRunAdmin` side: a connection of their own to the
+commands use its :class:`~pai.core.ext.DurableRunAdmin` side: a connection of their own to the
 engine's records, which starts nothing and resumes nothing (starting an engine resumes the runs
 its process left; a command that lists them must not). An engine without that side is named.
 
@@ -70,7 +70,7 @@ def _admin(what: str) -> DurableRunAdmin:
         fail(
             f"the durability engine {engine.name!r} ({type(engine).__module__}."
             f"{type(engine).__qualname__}) cannot list, cancel or resume runs: it does not "
-            "implement pai.core.DurableRunAdmin; use the engine's own tools"
+            "implement pai.core.ext.DurableRunAdmin; use the engine's own tools"
         )
     return engine
 

@@ -328,7 +328,7 @@ def did_you_mean(
 
     Example::
 
-        from pai.core import did_you_mean
+        from pai.core.ext import did_you_mean
 
         f"unknown table [{key}]; {did_you_mean(key, TABLES)}the tables are: ..."
         "unknown key" + did_you_mean(key, fields, before="; ", after="")

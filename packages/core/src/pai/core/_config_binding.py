@@ -51,7 +51,7 @@ def bindings_from_config(
     packages plugins registered, from their configuration sections.
 
     ``config`` defaults to :func:`load_config` (read only when some capability it could bind is
-    unbound); ``plugins`` to :func:`~pai.core.get_plugins`. Every problem is reported in one
+    unbound); ``plugins`` to :func:`~pai.core.ext.get_plugins`. Every problem is reported in one
     :class:`ConfigError`: an id no installed plugin provides, an invalid option (naming the file
     or variable, the key and the valid keys), required options missing (with the TOML that would
     bind it), or the capability package's own error (an unknown sandbox provider, say).

@@ -1,6 +1,6 @@
 """Models chosen by name: ``"openai:gpt-4.1-mini"`` in code, or ``[model]`` in ``pai.toml``.
 
-A model name is ``<provider>:<model>``. The provider is a :class:`~pai.core.ModelRegistration`
+A model name is ``<provider>:<model>``. The provider is a :class:`~pai.core.ext.ModelRegistration`
 some installed plugin returns from its ``pai_models`` hook (``pai-model-openai`` registers
 ``openai``); the rest is the provider's name for the model. The provider's options come from the
 ``[model.<provider>]`` table, validated by the registration's options model::

@@ -1,7 +1,7 @@
 """The options model of a registration that takes no options.
 
 Kept apart from :mod:`pai.core._plugins` so that registering plugins (and ``pai --help``) does
-not import pydantic; a :class:`~pai.core.CapabilityRegistration` without ``options`` gets this
+not import pydantic; a :class:`~pai.core.ext.CapabilityRegistration` without ``options`` gets this
 model when it is built.
 """
 

@@ -8,7 +8,7 @@ is a module (or object) of hook implementations::
 
 and implementing hooks with :data:`hookimpl`. The core's hooks (:class:`CoreHookSpecs`) register
 capability packages, storage backends and model providers, extend the CLI, and give
-``pai config --check --probe`` live checks (``pai_probes``: :class:`~pai.core.Probe` values, see
+``pai config --check --probe`` live checks (``pai_probes``: :class:`~pai.core.ext.Probe` values, see
 :mod:`pai.core._probes`); a plugin can add hookspecs of its own through
 :meth:`CoreHookSpecs.pai_add_hookspecs` (as ``pai.sandbox`` does for sandbox providers), the way
 pytest plugins add hooks. Callers never touch ``pm.hook``: :class:`Plugins` wraps every hook in
@@ -183,7 +183,7 @@ class CoreHookSpecs:
         """Return live checks of what ``config`` configures for this plugin (an engine that
         must answer, an image that must exist); ``pai config --check --probe`` runs them, each
         within a time limit, and prints one line per probe. Return none for what is not
-        configured. A :class:`~pai.core.Probe`'s ``check`` raises a
+        configured. A :class:`~pai.core.ext.Probe`'s ``check`` raises a
         :class:`~pai.core.PaiError` saying what is wrong and what to do, without secrets."""
         raise NotImplementedError
 

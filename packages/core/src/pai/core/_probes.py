@@ -6,7 +6,8 @@ core probes the configured ``[model]`` (a minimal request); plugins add theirs t
 ``pai_probes(config)`` hook (pai-sandbox probes the configured sandbox provider: the engine
 answers, the image exists)::
 
-    from pai.core import PaiError, Probe, hookimpl
+    from pai.core import PaiError
+    from pai.core.ext import Probe, hookimpl
 
     @hookimpl
     def pai_probes(config):

@@ -168,7 +168,7 @@ def open_storage(
     scheme a plugin registers through ``pai_storage_backends``.
 
     A relative SQLite path is taken from ``base`` (default: the working directory). Plugins
-    (``plugins``, default :func:`~pai.core.get_plugins`) are loaded only for a scheme that is not
+    (``plugins``, default :func:`~pai.core.ext.get_plugins`) are loaded only for a scheme that is not
     built in. An unknown scheme is a :class:`~pai.core.ConfigError` listing the installed ones.
 
     Example::

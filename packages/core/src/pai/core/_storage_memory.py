@@ -10,7 +10,7 @@ what they return, not the number of threads stored.
 
 Run leases live beside the threads (one per thread, dropped with it) and take their tokens from
 one counter of the store; their clock is ``datetime.now(UTC)`` unless a test passes another.
-Blobs (:class:`~pai.core.BlobStore`) live in a dict of their thread, dropped with it.
+Blobs (:class:`~pai.core.ext.BlobStore`) live in a dict of their thread, dropped with it.
 """
 
 from __future__ import annotations
@@ -306,8 +306,8 @@ class InMemoryStorage:
         """Store ``data`` under ``key`` in the thread, replacing what was there.
 
         Raises :class:`ThreadNotFoundError` for an unknown thread and :class:`ValueError` for
-        a key or data over the limits (:data:`~pai.core.MAX_BLOB_KEY_LENGTH`,
-        :data:`~pai.core.MAX_BLOB_BYTES`).
+        a key or data over the limits (:data:`~pai.core.ext.MAX_BLOB_KEY_LENGTH`,
+        :data:`~pai.core.ext.MAX_BLOB_BYTES`).
         """
         check_blob_key(key, "put_blob")
         data = check_blob_data(data, "put_blob")

@@ -23,7 +23,7 @@ file sees one order of acquisitions. Their clock is the machine's (``time.time()
 process on a local file shares. A database of schema version 1 (before leases) gains the tables
 the first time it is opened.
 
-Blobs (:class:`~pai.core.BlobStore`) live in the ``blobs`` table (schema version 3; an older
+Blobs (:class:`~pai.core.ext.BlobStore`) live in the ``blobs`` table (schema version 3; an older
 database gains it the first time it is opened), keyed by ``(thread_id, key)`` and deleted with
 their thread. A key is stored as its UTF-8 bytes (lone surrogates kept), always a ``BLOB``, which
 SQLite compares bytewise: the keys starting with a prefix are one range of the primary key. A
@@ -781,8 +781,8 @@ class SqliteStorage:
         transaction).
 
         Raises :class:`ThreadNotFoundError` for an unknown thread and :class:`ValueError` for
-        a key or data over the limits (:data:`~pai.core.MAX_BLOB_KEY_LENGTH`,
-        :data:`~pai.core.MAX_BLOB_BYTES`).
+        a key or data over the limits (:data:`~pai.core.ext.MAX_BLOB_KEY_LENGTH`,
+        :data:`~pai.core.ext.MAX_BLOB_BYTES`).
         """
         check_blob_key(key, "put_blob")
         data = check_blob_data(data, "put_blob")

@@ -25,7 +25,7 @@ status 2 (:data:`EXIT_USAGE`), without a traceback.
 Writing commands in a plugin::
 
     import click
-    from pai.core import hookimpl
+    from pai.core.ext import hookimpl
     from pai.core.cli import echo_json, echo_table, json_option
 
     @click.command("vaults")
@@ -644,7 +644,7 @@ listing takes --json. Configuration: pai.toml (or [tool.pai] in pyproject.toml),
 def create_cli(plugins: Plugins | None = None) -> click.Group:
     """The ``pai`` command group: the core commands plus every plugin's (``pai_cli`` hook).
 
-    ``plugins`` defaults to :func:`~pai.core.get_plugins` (entry points are imported then). A
+    ``plugins`` defaults to :func:`~pai.core.ext.get_plugins` (entry points are imported then). A
     plugin whose ``pai_cli`` hook fails is named on stderr and marked failed in ``pai plugins``;
     the other plugins' commands still work.
     """

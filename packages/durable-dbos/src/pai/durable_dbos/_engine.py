@@ -35,15 +35,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import anyio.to_thread
 from pydantic import ValidationError
 
-from pai.core import (
-    ConfigError,
-    DurabilityError,
-    DurableHost,
-    DurableRunInfo,
-    DurableRunStatus,
-    RunSpec,
-    UnknownDurableRunError,
-)
+from pai.core import ConfigError, DurabilityError, UnknownDurableRunError
+from pai.core.ext import DurableHost, DurableRunInfo, DurableRunStatus, RunSpec
 from pai.durable_dbos._errors import DbosEngineError
 from pai.durable_dbos._executor import ExecutorLock, Heartbeats
 from pai.durable_dbos._options import DbosOptions, mask_url
@@ -419,7 +412,7 @@ class DbosEngine:
             if task is not None:
                 self._tasks.discard(task)
 
-    # -- administering recorded runs (pai.core.DurableRunAdmin) -----------------------------------
+    # -- administering recorded runs (pai.core.ext.DurableRunAdmin) -----------------------------------
 
     async def list_runs(
         self, *, status: str | None = None, limit: int = 100

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 
 if TYPE_CHECKING:
-    from pai.core import DurabilityEngine, DurabilityRegistration, DurabilitySettings
+    from pai.core.ext import DurabilityEngine, DurabilityRegistration, DurabilitySettings
 
 
 def _engine(settings: DurabilitySettings) -> DurabilityEngine:
     from pydantic import ValidationError
 
-    from pai.core import ConfigError, did_you_mean
+    from pai.core import ConfigError
+    from pai.core.ext import did_you_mean
     from pai.durable_dbos._engine import DbosEngine
     from pai.durable_dbos._options import DbosOptions, mask_url
 
@@ -55,7 +56,7 @@ def _engine(settings: DurabilitySettings) -> DurabilityEngine:
 
 @hookimpl
 def pai_durability_engines() -> list[DurabilityRegistration]:
-    from pai.core import DurabilityRegistration
+    from pai.core.ext import DurabilityRegistration
 
     return [
         DurabilityRegistration(

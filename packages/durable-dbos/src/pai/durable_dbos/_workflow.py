@@ -1,4 +1,4 @@
-"""PAI's durable run as a DBOS workflow, and :class:`~pai.core.Steps` over DBOS steps.
+"""PAI's durable run as a DBOS workflow, and :class:`~pai.core.ext.Steps` over DBOS steps.
 
 This module does not import DBOS: :mod:`pai.durable_dbos._engine` hands it the two DBOS calls
 it needs as a :class:`StepApi` (``DBOS.run_step_async``, and ``DBOS.reserve_step`` for
@@ -24,7 +24,8 @@ from typing import Any, Protocol
 
 import anyio
 
-from pai.core import DurabilityError, DurableHost, RunSpec
+from pai.core import DurabilityError
+from pai.core.ext import DurableHost, RunSpec
 from pai.durable_dbos._errors import DbosEngineError
 
 __all__ = [
@@ -108,7 +109,7 @@ def recordable(error: Exception, what: str) -> Exception:
 
 
 class DbosSteps:
-    """:class:`~pai.core.Steps` over DBOS: each call a DBOS step whose body is the host's
+    """:class:`~pai.core.ext.Steps` over DBOS: each call a DBOS step whose body is the host's
     :meth:`~pai.core.DurableHost.perform`, recording the JSON text of its result."""
 
     def __init__(self, api: StepApi, host: DurableHost, spec: RunSpec) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.core.lazy import lazy_exports
+from pai.core.ext import lazy_exports
 
 if TYPE_CHECKING:
     from pai.durable_temporal._engine import STATUSES as STATUSES

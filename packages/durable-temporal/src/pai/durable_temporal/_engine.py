@@ -19,15 +19,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import ValidationError
 
-from pai.core import (
-    ConfigError,
-    DurabilityError,
-    DurableHost,
-    DurableRunInfo,
-    DurableRunStatus,
-    RunSpec,
-    UnknownDurableRunError,
-)
+from pai.core import ConfigError, DurabilityError, UnknownDurableRunError
+from pai.core.ext import DurableHost, DurableRunInfo, DurableRunStatus, RunSpec
 from pai.durable_temporal._errors import TemporalEngineError, rebuild
 from pai.durable_temporal._options import TemporalOptions
 
@@ -276,7 +269,7 @@ class TemporalEngine:
         except WorkflowFailureError as error:
             raise _run_failure(spec.run_id, error.cause) from error
 
-    # -- administering recorded runs (pai.core.DurableRunAdmin) -------------------------------
+    # -- administering recorded runs (pai.core.ext.DurableRunAdmin) -------------------------------
 
     async def list_runs(
         self, *, status: str | None = None, limit: int = 100

@@ -1,4 +1,4 @@
-"""PAI's durable run as a Temporal workflow, and :class:`~pai.core.Steps` over activities.
+"""PAI's durable run as a Temporal workflow, and :class:`~pai.core.ext.Steps` over activities.
 
 Only :mod:`pai.durable_temporal._engine` imports this module, when an engine starts: it imports
 Temporal's SDK, which importing :mod:`pai.durable_temporal` does not.
@@ -45,7 +45,8 @@ from temporalio.exceptions import (
     FailureError,
 )
 
-from pai.core import DurabilityError, DurableHost, RunSpec
+from pai.core import DurabilityError
+from pai.core.ext import DurableHost, RunSpec
 from pai.durable_temporal._errors import TemporalEngineError, rebuild
 from pai.durable_temporal._options import TemporalOptions
 
@@ -76,7 +77,7 @@ PAYLOAD_LIMIT: Final = 2_000_000
 """The most bytes of JSON text a step's payload or result may have. Temporal refuses a payload
 over 2 MB (its ``limit.blobSize.error``), and a refused activity result is retried forever as a
 timeout: PAI refuses it first, with the step's name. A thread storage that keeps blobs
-(:class:`~pai.core.BlobStore`) keeps large tool results out of the records."""
+(:class:`~pai.core.ext.BlobStore`) keeps large tool results out of the records."""
 
 _FIRST_RETRY: Final = timedelta(milliseconds=200)
 _LONGEST_RETRY: Final = timedelta(seconds=5)
@@ -117,7 +118,7 @@ def check_size(text: str, what: str) -> str:
         raise DurabilityError(
             f"{what} is {size} bytes of JSON, over the {PAYLOAD_LIMIT} bytes a Temporal payload "
             "may hold; a tool result this large is kept as a blob of its thread when the thread "
-            "storage keeps blobs (pai.core.BlobStore: the memory, SQLite and PostgreSQL "
+            "storage keeps blobs (pai.core.ext.BlobStore: the memory, SQLite and PostgreSQL "
             "storages do), else make the step's output smaller"
         )
     return text
@@ -153,7 +154,7 @@ def retry_policy() -> RetryPolicy:
 
 
 class TemporalSteps:
-    """:class:`~pai.core.Steps` in the workflow: each step one execution of ``pai.step``.
+    """:class:`~pai.core.ext.Steps` in the workflow: each step one execution of ``pai.step``.
 
     Steps are numbered in the order they are asked for (:meth:`gather` numbers all of its calls,
     in the order given, before any runs); the activity id is ``<number>/<step name>``, so a

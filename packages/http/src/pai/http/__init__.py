@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.core.lazy import lazy_exports
+from pai.core.ext import lazy_exports
 
 # Names resolve on first use: plugin discovery imports this package (for its entry-point module,
 # ``_plugin``, which adds ``pai serve``), and ``pai --help`` must not import Starlette, uvicorn

@@ -29,14 +29,12 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from pai.core import (
+from pai.core import RunEvent, RunResult, ToolCallResult
+from pai.core.ext import (
     ResponseFinished,
-    RunEvent,
-    RunResult,
     TextDelta,
     ToolCallArgumentsDelta,
     ToolCallFinished,
-    ToolCallResult,
     ToolCallStarted,
 )
 from pai.http._errors import BadRequestError

@@ -18,14 +18,12 @@ from urllib.parse import unquote_to_bytes
 
 import pydantic
 
-from pai.core import (
+from pai.core import RunEvent, RunResult, ToolCallResult
+from pai.core.ext import (
     ResponseFinished,
-    RunEvent,
-    RunResult,
     TextDelta,
     ToolCallArgumentsDelta,
     ToolCallFinished,
-    ToolCallResult,
     ToolCallStarted,
 )
 from pai.http._errors import BadRequestError

@@ -39,14 +39,16 @@ from pai.core import (
     CommandInputError,
     Pai,
     PaiError,
-    RunChannel,
-    RunInfo,
     ThreadExistsError,
     ThreadHandle,
     ThreadNotFoundError,
-    ThreadRecord,
     UnknownAgentError,
     UnknownCommandError,
+)
+from pai.core.ext import (
+    RunChannel,
+    RunInfo,
+    ThreadRecord,
     did_you_mean,
     encode_message,
     run_channel_for,
@@ -93,7 +95,7 @@ def create_asgi_app(
         thread's sandbox (files are refused without it). ``chat_page=True`` serves the chat page at
         ``/`` (``pai serve`` does by default). ``realtime`` is the channel runs' events travel
     through: by default the storage's own when it carries them between processes (PostgreSQL),
-    else one of this process (:func:`~pai.core.run_channel_for`); with several workers or
+    else one of this process (:func:`~pai.core.ext.run_channel_for`); with several workers or
     processes, resuming and cancelling reach a run in any of them only through a shared channel.
 
         Example::

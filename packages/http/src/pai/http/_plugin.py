@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 
 if TYPE_CHECKING:
     from pai.core import PaiConfig

@@ -1,5 +1,5 @@
 """Runs served over HTTP: each run executes in a task of the server (not of the request), its
-frames go to the app's run channel (:class:`~pai.core.RunChannel`), and any number of clients
+frames go to the app's run channel (:class:`~pai.core.ext.RunChannel`), and any number of clients
 read them from any position, in this process or, with a channel shared by processes
 (PostgreSQL's), in another.
 
@@ -29,16 +29,8 @@ from dataclasses import dataclass, field, replace
 import anyio
 import anyio.abc
 
-from pai.core import (
-    AdminClient,
-    PaiError,
-    RunChannel,
-    RunFinished,
-    RunInfo,
-    RunRefused,
-    ThreadBusyError,
-    ThreadDeletedError,
-)
+from pai.core import AdminClient, PaiError, RunFinished, ThreadBusyError, ThreadDeletedError
+from pai.core.ext import RunChannel, RunInfo, RunRefused
 from pai.http._errors import HttpError
 from pai.http._limits import HttpLimits
 from pai.http._wire import Encoder, RunRequest, WireProtocol

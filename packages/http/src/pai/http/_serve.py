@@ -38,7 +38,7 @@ _EXAMPLE = "`pai serve myapp.server:pai` for the create_pai(...) app `pai` in my
 
 
 def _did_you_mean(value: str, choices: tuple[str, ...]) -> str:
-    from pai.core import did_you_mean
+    from pai.core.ext import did_you_mean
 
     return did_you_mean(value, choices)
 
@@ -127,7 +127,8 @@ def _check_shared_storage(target: str) -> None:
     and a run channel they share (a client resuming or cancelling a run reaches any worker)."""
     import anyio
 
-    from pai.core import InMemoryStorage, ProvidesRunChannel, SqliteStorage
+    from pai.core import InMemoryStorage, SqliteStorage
+    from pai.core.ext import ProvidesRunChannel
 
     async def storage_of() -> object:
         app = await load_app(target)

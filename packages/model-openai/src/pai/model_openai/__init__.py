@@ -9,7 +9,7 @@ Importing this package does not import the ``openai`` SDK: building a model does
 
 from typing import TYPE_CHECKING
 
-from pai.core.lazy import lazy_exports as _lazy_exports
+from pai.core.ext import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from pai.model_openai._errors import ModelRedirectError as ModelRedirectError

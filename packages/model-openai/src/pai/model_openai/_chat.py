@@ -13,19 +13,21 @@ from pai.core import (
     ErrorMessage,
     FinishReason,
     ModelConnectionError,
-    ModelEvent,
     ModelRequest,
     ModelResponseError,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from pai.core.ext import (
+    ModelEvent,
     ResponseFinished,
     TextDelta,
-    ToolCall,
     ToolCallArgumentsDelta,
     ToolCallFinished,
     ToolCallStarted,
-    ToolResultMessage,
-    Usage,
     UsageReported,
-    UserMessage,
 )
 from pai.model_openai._errors import clip_server_text
 

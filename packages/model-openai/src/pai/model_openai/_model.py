@@ -16,12 +16,14 @@ from pai.core import (
     AssistantMessage,
     ModelConfigurationError,
     ModelError,
-    ModelEvent,
     ModelRequest,
     ModelResponse,
     ModelResponseError,
     RetryPolicy,
     Usage,
+)
+from pai.core.ext import (
+    ModelEvent,
     UsageReported,
     call_with_retries,
     collect_response,
@@ -168,7 +170,7 @@ class OpenAIModel:
     # -- the model protocol -------------------------------------------------------------------
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Stream the answer to ``request`` as :data:`~pai.core.ModelEvent` values.
+        """Stream the answer to ``request`` as :data:`~pai.core.ext.ModelEvent` values.
 
         A failure before the first event is retried as :attr:`retry` says; once events have
         been yielded a failure is raised (the caller already holds part of the answer).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pai.core import ModelRegistration, hookimpl
+from pai.core.ext import ModelRegistration, hookimpl
 
 if TYPE_CHECKING:
     # Types only: loading this plugin (``pai --help``) imports no pydantic; the options model

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
-from pai.sandbox.provider import SandboxProviderError, SandboxVanishedError
+from pai.sandbox import SandboxProviderError, SandboxVanishedError
 
 _log = logging.getLogger("pai.sandbox_docker")
 

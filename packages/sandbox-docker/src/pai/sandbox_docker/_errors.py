@@ -7,7 +7,7 @@ bound, and the operation raises one of these instead of hanging or flooding the 
 
 from __future__ import annotations
 
-from pai.sandbox.provider import SandboxProviderError
+from pai.sandbox import SandboxProviderError
 
 
 class SandboxHelperTimeoutError(SandboxProviderError):

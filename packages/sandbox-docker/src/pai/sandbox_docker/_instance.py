@@ -25,12 +25,9 @@ import anyio
 import anyio.to_thread
 from anyio import from_thread
 
-from pai.sandbox.provider import (
+from pai.sandbox import (
     DirEntry,
     EntryType,
-    FileWrite,
-    OutputCallback,
-    RawCommandResult,
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
@@ -41,6 +38,7 @@ from pai.sandbox.provider import (
     SandboxProviderError,
     SandboxVanishedError,
 )
+from pai.sandbox.provider import FileWrite, OutputCallback, RawCommandResult
 from pai.sandbox_docker._engine import (
     MODE_DIR,
     MODE_SYMLINK,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 
 if TYPE_CHECKING:
     # Types only: loading this plugin (``pai --help``) imports no pydantic; the hook imports

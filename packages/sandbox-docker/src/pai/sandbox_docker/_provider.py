@@ -31,16 +31,15 @@ import anyio
 import anyio.to_thread
 from pydantic import ValidationError
 
-from pai.core import did_you_mean
-from pai.sandbox.provider import (
+from pai.core.ext import did_you_mean
+from pai.sandbox import (
     InstanceInfo,
-    ProviderFeatures,
     SandboxInputError,
-    SandboxInstance,
     SandboxProviderError,
     SandboxUnavailableError,
     SandboxVanishedError,
 )
+from pai.sandbox.provider import ProviderFeatures, SandboxInstance
 from pai.sandbox_docker._engine import (
     ContainerSpec,
     ContainerSummary,

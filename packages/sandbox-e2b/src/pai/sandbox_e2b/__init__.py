@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.sandbox.provider import lazy_exports
+from pai.core.ext import lazy_exports as _lazy_exports
 from pai.sandbox_e2b._errors import E2BApiKeyMissingError as E2BApiKeyMissingError
 from pai.sandbox_e2b._errors import E2BAuthenticationError as E2BAuthenticationError
 from pai.sandbox_e2b._errors import E2BEmulatorUnavailableError as E2BEmulatorUnavailableError
@@ -41,15 +41,8 @@ _LAZY = {
     "key_hash": "pai.sandbox_e2b._provider",
 }
 
-_getattr, _dir = lazy_exports(__name__, _LAZY)
-
-
-def __getattr__(name: str) -> object:
-    return _getattr(name)
-
-
-def __dir__() -> list[str]:
-    return _dir()
+if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
+    __getattr__, __dir__ = _lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

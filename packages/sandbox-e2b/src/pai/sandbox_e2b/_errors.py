@@ -25,7 +25,7 @@ re-creates it with its seed files.
 
 from __future__ import annotations
 
-from pai.sandbox.provider import SandboxProviderError
+from pai.sandbox import SandboxProviderError
 
 
 class E2BError(SandboxProviderError):

@@ -20,11 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 
-from pai.sandbox.provider import (
+from pai.sandbox import (
     DirEntry,
-    FileWrite,
-    OutputCallback,
-    RawCommandResult,
     SandboxDirectoryNotEmptyError,
     SandboxFileExistsError,
     SandboxFileNotFoundError,
@@ -35,6 +32,7 @@ from pai.sandbox.provider import (
     SandboxProviderError,
     SandboxVanishedError,
 )
+from pai.sandbox.provider import FileWrite, OutputCallback, RawCommandResult
 from pai.sandbox_e2b._errors import E2BError, E2BSandboxBusyError, E2BUnreachableError
 from pai.sandbox_e2b._failures import ATTEMPTS, backoff
 from pai.sandbox_e2b._sdk import (

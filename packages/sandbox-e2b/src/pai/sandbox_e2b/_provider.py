@@ -44,13 +44,8 @@ from typing import Any, TypeVar, cast
 import anyio
 from pydantic import ValidationError
 
-from pai.sandbox.provider import (
-    InstanceInfo,
-    ProviderFeatures,
-    SandboxInputError,
-    SandboxInstance,
-    SandboxProviderError,
-)
+from pai.sandbox import InstanceInfo, SandboxInputError, SandboxProviderError
+from pai.sandbox.provider import ProviderFeatures, SandboxInstance
 from pai.sandbox_e2b import _lifetime
 from pai.sandbox_e2b._errors import (
     E2BApiKeyMissingError,

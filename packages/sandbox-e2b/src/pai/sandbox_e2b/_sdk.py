@@ -65,7 +65,7 @@ from httpx import HTTPError, TransportError
 from packaging.version import Version
 from protobuf import Oneof
 
-from pai.sandbox.provider import DirEntry, EntryType, SandboxProviderError
+from pai.sandbox import DirEntry, EntryType, SandboxProviderError
 
 # -- the SDK's exit ----------------------------------------------------------------------------
 

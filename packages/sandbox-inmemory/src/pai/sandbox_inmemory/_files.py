@@ -16,7 +16,6 @@ from typing import TypeVar
 from pai.sandbox import (
     DirEntry,
     EntryType,
-    FileWrite,
     SandboxDirectoryNotEmptyError,
     SandboxError,
     SandboxFileExistsError,
@@ -27,6 +26,7 @@ from pai.sandbox import (
     SandboxNotADirectoryError,
     SandboxProviderError,
 )
+from pai.sandbox.provider import FileWrite
 from pai.sandbox_inmemory._errors import SandboxMemoryBudgetError
 from pai.sandbox_inmemory._hostfs import HostFs
 

@@ -29,14 +29,12 @@ from just_bash import ExecutionLimits
 from pai.sandbox import (
     WORKSPACE,
     DirEntry,
-    FileWrite,
-    OutputCallback,
-    RawCommandResult,
     SandboxClosedError,
     SandboxError,
     SandboxInputError,
     SandboxVanishedError,
 )
+from pai.sandbox.provider import FileWrite, OutputCallback, RawCommandResult
 from pai.sandbox_inmemory import _files
 from pai.sandbox_inmemory._errors import budget_message
 from pai.sandbox_inmemory._hostfs import HostFs, drive, serve_frame

@@ -14,7 +14,8 @@ from types import TracebackType
 
 from just_bash import ExecutionLimits
 
-from pai.sandbox import InstanceInfo, ProviderFeatures, SandboxInputError, SandboxProviderError
+from pai.sandbox import InstanceInfo, SandboxInputError, SandboxProviderError
+from pai.sandbox.provider import ProviderFeatures
 from pai.sandbox_inmemory._instance import (
     EXIT_OUT_OF_MEMORY,
     EXIT_TIMEOUT,

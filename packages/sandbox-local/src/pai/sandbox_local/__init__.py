@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.sandbox.provider import lazy_exports
+from pai.core.ext import lazy_exports as _lazy_exports
 
 # Names resolve on first use: plugin discovery imports this package (for its entry-point
 # module, ``_plugin``), and must not pay for pydantic until the provider is chosen.
@@ -33,15 +33,8 @@ _LAZY = {
     "SupervisorUnresponsiveError": "pai.sandbox_local._errors",
 }
 
-_getattr, _dir = lazy_exports(__name__, _LAZY)
-
-
-def __getattr__(name: str) -> object:
-    return _getattr(name)
-
-
-def __dir__() -> list[str]:
-    return _dir()
+if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
+    __getattr__, __dir__ = _lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

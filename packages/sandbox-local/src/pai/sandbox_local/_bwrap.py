@@ -35,7 +35,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from pai.sandbox.provider import SandboxProviderError, SandboxUnavailableError
+from pai.sandbox import SandboxProviderError, SandboxUnavailableError
 from pai.sandbox_local._cgroups import JOIN, Group
 from pai.sandbox_local._seccomp import filter_program
 from pai.sandbox_local._supervisor import HEADER, MAX_JSON, encode_request

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from pai.sandbox.provider import SandboxError, SandboxProviderError
+from pai.sandbox import SandboxError, SandboxProviderError
 
 
 class SupervisorUnresponsiveError(SandboxProviderError):

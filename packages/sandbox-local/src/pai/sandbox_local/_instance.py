@@ -15,12 +15,9 @@ from typing import cast
 import anyio
 import anyio.abc
 
-from pai.sandbox.provider import (
+from pai.sandbox import (
     DirEntry,
     EntryType,
-    FileWrite,
-    OutputCallback,
-    RawCommandResult,
     SandboxDirectoryNotEmptyError,
     SandboxError,
     SandboxFileExistsError,
@@ -31,6 +28,7 @@ from pai.sandbox.provider import (
     SandboxPathError,
     SandboxProviderError,
 )
+from pai.sandbox.provider import FileWrite, OutputCallback, RawCommandResult
 from pai.sandbox_local._bwrap import Answer, SupervisorGoneError, parts, send
 from pai.sandbox_local._errors import SupervisorUnresponsiveError
 from pai.sandbox_local._quota import DiskWatch

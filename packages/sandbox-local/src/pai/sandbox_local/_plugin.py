@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 
 if TYPE_CHECKING:
     from pai.sandbox.provider import SandboxProvider, SandboxProviderRegistration

@@ -31,15 +31,14 @@ import anyio.abc
 import anyio.to_thread
 from pydantic import ValidationError
 
-from pai.sandbox.provider import (
+from pai.sandbox import (
     InstanceInfo,
-    ProviderFeatures,
     SandboxInputError,
-    SandboxInstance,
     SandboxProviderError,
     SandboxUnavailableError,
     SandboxVanishedError,
 )
+from pai.sandbox.provider import ProviderFeatures, SandboxInstance
 from pai.sandbox_local._bwrap import (
     SANDBOX_PATH,
     Answer,

@@ -2,7 +2,8 @@
 
 Declare ``capabilities={"sandbox": sandbox}`` on a tool; bind
 ``sandbox_capability(provider=...)`` at the runtime; pick a provider package (in-memory, Docker,
-E2B) that implements :class:`SandboxProvider`.
+E2B) that implements :class:`~pai.sandbox.provider.SandboxProvider`. Writing a provider? Its
+interface is in :mod:`pai.sandbox.provider`; the errors it raises are here.
 
 Every public name is importable from here, but the module that defines it is imported only when
 the name is first used, so loading the ``sandbox`` plugin (``pai --help``) imports no pydantic.
@@ -10,7 +11,7 @@ the name is first used, so loading the ``sandbox`` plugin (``pai --help``) impor
 
 from typing import TYPE_CHECKING
 
-from pai.core.lazy import lazy_exports as _lazy_exports
+from pai.core.ext import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from pai.sandbox._capability import SandboxService as SandboxService
@@ -38,15 +39,8 @@ if TYPE_CHECKING:
     from pai.sandbox._paths import WORKSPACE as WORKSPACE
     from pai.sandbox._paths import check_seed as check_seed
     from pai.sandbox._paths import resolve_path as resolve_path
-    from pai.sandbox._provider import OutputCallback as OutputCallback
-    from pai.sandbox._provider import ProbingSandboxProvider as ProbingSandboxProvider
-    from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
-    from pai.sandbox._provider import SandboxInstance as SandboxInstance
-    from pai.sandbox._provider import SandboxProvider as SandboxProvider
     from pai.sandbox._provider import probe_provider as probe_provider
     from pai.sandbox._registry import ProviderOptionsError as ProviderOptionsError
-    from pai.sandbox._registry import SandboxHookSpecs as SandboxHookSpecs
-    from pai.sandbox._registry import SandboxProviderRegistration as SandboxProviderRegistration
     from pai.sandbox._registry import UnknownProviderError as UnknownProviderError
     from pai.sandbox._registry import build_provider as build_provider
     from pai.sandbox._registry import sandbox_providers as sandbox_providers
@@ -64,9 +58,7 @@ if TYPE_CHECKING:
     from pai.sandbox._types import CommandResult as CommandResult
     from pai.sandbox._types import DirEntry as DirEntry
     from pai.sandbox._types import EntryType as EntryType
-    from pai.sandbox._types import FileWrite as FileWrite
     from pai.sandbox._types import InstanceInfo as InstanceInfo
-    from pai.sandbox._types import RawCommandResult as RawCommandResult
     from pai.sandbox._types import SeedFile as SeedFile
 
 _SOURCES: dict[str, str] = {
@@ -96,17 +88,10 @@ _SOURCES: dict[str, str] = {
     "resolve_path": "pai.sandbox._paths",
     "DEFAULT_PROVIDER": "pai.sandbox._settings",
     "ProviderOptionsError": "pai.sandbox._registry",
-    "SandboxHookSpecs": "pai.sandbox._registry",
-    "SandboxProviderRegistration": "pai.sandbox._registry",
     "SandboxSettings": "pai.sandbox._options",
     "UnknownProviderError": "pai.sandbox._registry",
     "build_provider": "pai.sandbox._registry",
     "sandbox_providers": "pai.sandbox._registry",
-    "OutputCallback": "pai.sandbox._provider",
-    "ProbingSandboxProvider": "pai.sandbox._provider",
-    "ProviderFeatures": "pai.sandbox._provider",
-    "SandboxInstance": "pai.sandbox._provider",
-    "SandboxProvider": "pai.sandbox._provider",
     "probe_provider": "pai.sandbox._provider",
     "DEFAULT_OUTPUT_LIMIT": "pai.sandbox._sandbox",
     "DEFAULT_READ_LIMIT": "pai.sandbox._sandbox",
@@ -119,9 +104,7 @@ _SOURCES: dict[str, str] = {
     "CommandResult": "pai.sandbox._types",
     "DirEntry": "pai.sandbox._types",
     "EntryType": "pai.sandbox._types",
-    "FileWrite": "pai.sandbox._types",
     "InstanceInfo": "pai.sandbox._types",
-    "RawCommandResult": "pai.sandbox._types",
     "SeedFile": "pai.sandbox._types",
 }
 """The module that defines each public name: imported when the name is first used."""
@@ -136,13 +119,8 @@ __all__ = [
     "CommandResult",
     "DirEntry",
     "EntryType",
-    "FileWrite",
     "InstanceInfo",
-    "OutputCallback",
-    "ProbingSandboxProvider",
-    "ProviderFeatures",
     "ProviderOptionsError",
-    "RawCommandResult",
     "Sandbox",
     "SandboxClosedError",
     "SandboxDirectoryNotEmptyError",
@@ -151,16 +129,12 @@ __all__ = [
     "SandboxFileNotFoundError",
     "SandboxFileTooLargeError",
     "SandboxHandle",
-    "SandboxHookSpecs",
     "SandboxInputError",
-    "SandboxInstance",
     "SandboxIsADirectoryError",
     "SandboxNotADirectoryError",
     "SandboxNotDurableError",
     "SandboxPathError",
-    "SandboxProvider",
     "SandboxProviderError",
-    "SandboxProviderRegistration",
     "SandboxReplayError",
     "SandboxService",
     "SandboxSessionManager",

@@ -14,8 +14,8 @@ from pai.core import (
     DisposeInput,
     create_capability_binding,
     define_capability,
-    derive_instance_key,
 )
+from pai.core.ext import derive_instance_key
 from pai.sandbox._provider import SandboxProvider
 from pai.sandbox._receipts import DurableCommands, check_durable_commands
 from pai.sandbox._sandbox import (

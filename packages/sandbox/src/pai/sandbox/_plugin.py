@@ -15,14 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 from pai.sandbox._registry import SandboxHookSpecs
 from pai.sandbox._settings import DEFAULT_PROVIDER, configured_provider, sandbox_binding
 
 if TYPE_CHECKING:
     import click
 
-    from pai.core import CapabilityRegistration, PaiConfig, Plugins, Probe
+    from pai.core import PaiConfig
+    from pai.core.ext import CapabilityRegistration, Plugins, Probe
 
 
 @hookimpl
@@ -32,7 +33,7 @@ def pai_add_hookspecs(plugins: Plugins) -> None:
 
 @hookimpl
 def pai_capabilities() -> list[CapabilityRegistration]:
-    from pai.core import CapabilityRegistration
+    from pai.core.ext import CapabilityRegistration
     from pai.sandbox._capability import sandbox
     from pai.sandbox._options import SandboxSettings
 
@@ -52,7 +53,7 @@ def pai_probes(config: PaiConfig) -> list[Probe]:
     """``pai config --check --probe``: the configured sandbox provider's ``probe()`` (the engine
     answers, the image is there, the API takes the key). Nothing when no provider is configured:
     the embedded default has nothing to check."""
-    from pai.core import Probe
+    from pai.core.ext import Probe
     from pai.sandbox._capability import sandbox
     from pai.sandbox._provider import probe_provider
 

@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pai.core import UserError, get_plugins, hookspec
+from pai.core import UserError
+from pai.core.ext import get_plugins, hookspec
 from pai.sandbox._errors import SandboxError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
-    from pai.core import Plugins
+    from pai.core.ext import Plugins
     from pai.sandbox._provider import SandboxProvider
 
 KNOWN_PROVIDERS: Mapping[str, str] = {
@@ -108,7 +109,7 @@ def sentence(text: str) -> str:
 def format_errors(
     error: ValidationError, section: str, valid: Iterable[str] = (), *, skip_missing: bool = False
 ) -> str:
-    from pai.core import did_you_mean
+    from pai.core.ext import did_you_mean
 
     def one(problem: Any) -> str:
         loc = ".".join(str(p) for p in problem["loc"])
@@ -133,7 +134,7 @@ def build_provider(
 ) -> SandboxProvider:
     """The installed provider ``name``, built from ``options`` validated by its model."""
 
-    from pai.core import did_you_mean
+    from pai.core.ext import did_you_mean
 
     providers = sandbox_providers(plugins)
     registration = providers.get(name)

@@ -35,7 +35,8 @@ from pai.sandbox._registry import (
 )
 
 if TYPE_CHECKING:
-    from pai.core import CapabilityBinding, CapabilitySettings, PaiConfig, Plugins
+    from pai.core import CapabilityBinding, PaiConfig
+    from pai.core.ext import CapabilitySettings, Plugins
     from pai.sandbox._options import SandboxSettings
     from pai.sandbox._provider import SandboxProvider
     from pai.sandbox._receipts import DurableCommands
@@ -99,7 +100,7 @@ def _provider_from_settings(
     built from its sub-table. Errors carry ``key_path``, the offending key under the section."""
     from pydantic import ValidationError
 
-    from pai.core import did_you_mean
+    from pai.core.ext import did_you_mean
     from pai.sandbox._options import SandboxSettings
 
     providers = sandbox_providers(plugins)

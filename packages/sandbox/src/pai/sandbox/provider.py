@@ -1,31 +1,35 @@
 """What a sandbox provider package needs from pai-sandbox: the public extension interface.
 
-A provider package (``pai-sandbox-docker``, ``pai-sandbox-e2b``, yours) imports from here and from
-:mod:`pai.sandbox`, never from ``pai.sandbox._*``. Each member's contract is documented where it
-is defined:
+A provider package (``pai-sandbox-docker``, ``pai-sandbox-e2b``, yours) imports the interface
+from here, the errors and values an application sees too (``Sandbox*Error``, :class:`DirEntry`,
+:class:`InstanceInfo`, ...) from :mod:`pai.sandbox`, and the hook marker and
+:func:`~pai.core.ext.lazy_exports` from :mod:`pai.core.ext`; never from ``pai.sandbox._*``. Each
+member's contract is documented where it is defined:
 
 - the protocols it implements: :class:`SandboxProvider` (create, find, destroy, list, close) and
   :class:`SandboxInstance` (run, files), with :class:`ProviderFeatures` saying what it supports;
-- the values they exchange: :class:`RawCommandResult`, :class:`DirEntry` / :data:`EntryType`,
-  :class:`FileWrite`, :class:`InstanceInfo`, :data:`OutputCallback`;
-- the errors they raise: a vanished instance is :class:`SandboxVanishedError` (the facade then
-  re-creates it, re-seeds it and says so), a backend failure :class:`SandboxProviderError`, file
-  errors the ``Sandbox*Error`` classes (each also the matching builtin ``OSError``);
+- the values they exchange: :class:`RawCommandResult`, :class:`FileWrite`, :data:`OutputCallback`
+  (and, from :mod:`pai.sandbox`, :class:`~pai.sandbox.DirEntry` / :data:`~pai.sandbox.EntryType`,
+  :class:`~pai.sandbox.InstanceInfo`);
+- the errors they raise (from :mod:`pai.sandbox`): a vanished instance is
+  :class:`~pai.sandbox.SandboxVanishedError` (the facade then re-creates it, re-seeds it and says
+  so), a backend failure :class:`~pai.sandbox.SandboxProviderError`, file errors the
+  ``Sandbox*Error`` classes (each also the matching builtin ``OSError``);
 - registration: :class:`SandboxProviderRegistration` returned from a ``pai_sandbox_providers``
-  hook (:class:`SandboxHookSpecs`), with :func:`build_provider` / :func:`sandbox_providers` to
-  look providers up and :class:`UnknownProviderError` / :class:`ProviderOptionsError` for
-  configuration mistakes;
-- :func:`lazy_exports`, so a package's ``__init__`` imports its heavy SDK only when used;
+  hook (:class:`SandboxHookSpecs`), with :func:`~pai.sandbox.build_provider` /
+  :func:`~pai.sandbox.sandbox_providers` to look providers up and
+  :class:`~pai.sandbox.UnknownProviderError` / :class:`~pai.sandbox.ProviderOptionsError` for
+  configuration mistakes; :data:`KNOWN_PROVIDERS` names the provider packages PAI knows of;
 - the optional ``async def probe(self) -> None`` (:class:`ProbingSandboxProvider`), which
-  :func:`probe_provider` runs: ``pai demo`` before its first step and ``pai config --check
-  --probe`` call it to say, in one line, why the backend cannot be used.
+  :func:`~pai.sandbox.probe_provider` runs: ``pai demo`` before its first step and ``pai config
+  --check --probe`` call it to say, in one line, why the backend cannot be used.
 
 Providers prove they keep the contract below with
 :class:`pai.sandbox.testing.SandboxProviderConformance`.
 
 Example::
 
-    from pai.core import hookimpl
+    from pai.core.ext import hookimpl
     from pai.sandbox.provider import SandboxProviderRegistration
 
     @hookimpl
@@ -49,10 +53,10 @@ Provider:
 - ``aclose()`` releases local resources (clients, threads). It never destroys instances.
 - ``probe()`` (optional) checks, quickly and creating nothing, that the backend can be used as
   configured: the engine or API answers, credentials are accepted, the image or template is
-  there. It raises :class:`SandboxUnavailableError` whose one-line message names what was tried
-  (socket, URL; passwords masked) and the fix (start the engine, ``docker pull IMAGE``, set
-  the key). Leave it out when there is nothing to check. The conformance suite checks that it
-  succeeds on a working backend.
+  there. It raises :class:`~pai.sandbox.SandboxUnavailableError` whose one-line message names
+  what was tried (socket, URL; passwords masked) and the fix (start the engine, ``docker pull
+  IMAGE``, set the key). Leave it out when there is nothing to check. The conformance suite checks
+  that it succeeds on a working backend.
 
 Instance (every method may raise :class:`~pai.sandbox.SandboxVanishedError` when the backend
 instance is gone; the facade then re-creates it). The facade has already checked every argument's
@@ -114,70 +118,48 @@ Files (paths arrive absolute and normalized; failures raise the matching ``Sandb
   (or anything else) to the host's files.
 """
 
-from pai.sandbox._errors import SandboxClosedError as SandboxClosedError
-from pai.sandbox._errors import SandboxDirectoryNotEmptyError as SandboxDirectoryNotEmptyError
-from pai.sandbox._errors import SandboxError as SandboxError
-from pai.sandbox._errors import SandboxFileExistsError as SandboxFileExistsError
-from pai.sandbox._errors import SandboxFileNotFoundError as SandboxFileNotFoundError
-from pai.sandbox._errors import SandboxFileTooLargeError as SandboxFileTooLargeError
-from pai.sandbox._errors import SandboxInputError as SandboxInputError
-from pai.sandbox._errors import SandboxIsADirectoryError as SandboxIsADirectoryError
-from pai.sandbox._errors import SandboxNotADirectoryError as SandboxNotADirectoryError
-from pai.sandbox._errors import SandboxPathError as SandboxPathError
-from pai.sandbox._errors import SandboxProviderError as SandboxProviderError
-from pai.sandbox._errors import SandboxUnavailableError as SandboxUnavailableError
-from pai.sandbox._errors import SandboxVanishedError as SandboxVanishedError
-from pai.sandbox._lazy import lazy_exports as lazy_exports
-from pai.sandbox._provider import OutputCallback as OutputCallback
-from pai.sandbox._provider import ProbingSandboxProvider as ProbingSandboxProvider
-from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
-from pai.sandbox._provider import SandboxInstance as SandboxInstance
-from pai.sandbox._provider import SandboxProvider as SandboxProvider
-from pai.sandbox._provider import probe_provider as probe_provider
-from pai.sandbox._registry import KNOWN_PROVIDERS as KNOWN_PROVIDERS
-from pai.sandbox._registry import ProviderOptionsError as ProviderOptionsError
-from pai.sandbox._registry import SandboxHookSpecs as SandboxHookSpecs
-from pai.sandbox._registry import SandboxProviderRegistration as SandboxProviderRegistration
-from pai.sandbox._registry import UnknownProviderError as UnknownProviderError
-from pai.sandbox._registry import build_provider as build_provider
-from pai.sandbox._registry import sandbox_providers as sandbox_providers
-from pai.sandbox._types import DirEntry as DirEntry
-from pai.sandbox._types import EntryType as EntryType
-from pai.sandbox._types import FileWrite as FileWrite
-from pai.sandbox._types import InstanceInfo as InstanceInfo
-from pai.sandbox._types import RawCommandResult as RawCommandResult
+from typing import TYPE_CHECKING
+
+from pai.core.ext import lazy_exports as _lazy_exports
+
+if TYPE_CHECKING:
+    from pai.sandbox._provider import OutputCallback as OutputCallback
+    from pai.sandbox._provider import ProbingSandboxProvider as ProbingSandboxProvider
+    from pai.sandbox._provider import ProviderFeatures as ProviderFeatures
+    from pai.sandbox._provider import SandboxInstance as SandboxInstance
+    from pai.sandbox._provider import SandboxProvider as SandboxProvider
+    from pai.sandbox._registry import KNOWN_PROVIDERS as KNOWN_PROVIDERS
+    from pai.sandbox._registry import SandboxHookSpecs as SandboxHookSpecs
+    from pai.sandbox._registry import SandboxProviderRegistration as SandboxProviderRegistration
+    from pai.sandbox._types import FileWrite as FileWrite
+    from pai.sandbox._types import RawCommandResult as RawCommandResult
+
+_SOURCES: dict[str, str] = {
+    "FileWrite": "pai.sandbox._types",
+    "KNOWN_PROVIDERS": "pai.sandbox._registry",
+    "OutputCallback": "pai.sandbox._provider",
+    "ProbingSandboxProvider": "pai.sandbox._provider",
+    "ProviderFeatures": "pai.sandbox._provider",
+    "RawCommandResult": "pai.sandbox._types",
+    "SandboxHookSpecs": "pai.sandbox._registry",
+    "SandboxInstance": "pai.sandbox._provider",
+    "SandboxProvider": "pai.sandbox._provider",
+    "SandboxProviderRegistration": "pai.sandbox._registry",
+}
+"""The module that defines each public name: imported when the name is first used."""
 
 __all__ = [
     "KNOWN_PROVIDERS",
-    "DirEntry",
-    "EntryType",
     "FileWrite",
-    "InstanceInfo",
     "OutputCallback",
     "ProbingSandboxProvider",
     "ProviderFeatures",
-    "ProviderOptionsError",
     "RawCommandResult",
-    "SandboxClosedError",
-    "SandboxDirectoryNotEmptyError",
-    "SandboxError",
-    "SandboxFileExistsError",
-    "SandboxFileNotFoundError",
-    "SandboxFileTooLargeError",
     "SandboxHookSpecs",
-    "SandboxInputError",
     "SandboxInstance",
-    "SandboxIsADirectoryError",
-    "SandboxNotADirectoryError",
-    "SandboxPathError",
     "SandboxProvider",
-    "SandboxProviderError",
     "SandboxProviderRegistration",
-    "SandboxUnavailableError",
-    "SandboxVanishedError",
-    "UnknownProviderError",
-    "build_provider",
-    "lazy_exports",
-    "probe_provider",
-    "sandbox_providers",
 ]
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
+    __getattr__, __dir__ = _lazy_exports(__name__, _SOURCES)

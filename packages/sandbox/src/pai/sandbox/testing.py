@@ -3,7 +3,7 @@
 Subclass :class:`SandboxProviderConformance` in your provider package's tests and implement
 :meth:`~SandboxProviderConformance.create_provider`; pytest then runs every check through the
 :class:`~pai.sandbox.Sandbox` facade and your provider. What a backend cannot do (declared in its
-:class:`~pai.sandbox.ProviderFeatures`) is skipped with the reason.
+:class:`~pai.sandbox.provider.ProviderFeatures`) is skipped with the reason.
 
 Example::
 
@@ -184,6 +184,8 @@ class SandboxProviderConformance:
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
 
+    # Kept (not pai.core.testing.pytest_plugin): users' suites subclass this class and rely on it
+    # to run every test on each backend without a fixture of their own.
     @pytest.fixture(params=_BACKENDS)
     def anyio_backend(self, request: pytest.FixtureRequest) -> str:
         return str(request.param)

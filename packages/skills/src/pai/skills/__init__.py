@@ -21,7 +21,7 @@ when the name is first used.
 
 from typing import TYPE_CHECKING
 
-from pai.core.lazy import lazy_exports as _lazy_exports
+from pai.core.ext import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from pai.skills._define import DEFAULT_SANDBOX_DIR as DEFAULT_SANDBOX_DIR

@@ -43,13 +43,13 @@ from typing import Literal
 from typing_extensions import TypeIs
 
 from pai.sandbox import (
-    FileWrite,
     Sandbox,
     SandboxDirectoryNotEmptyError,
     SandboxFileNotFoundError,
     SandboxFileTooLargeError,
     SandboxNotADirectoryError,
 )
+from pai.sandbox.provider import FileWrite
 from pai.skills._entry import MARKER, SKILL_FILE
 from pai.skills._errors import SkillCopyError
 

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from typing_extensions import TypeForm
 
 from pai.core import Tool, ToolContext, ToolEnabledInput, ToolEntry, define_tool
-from pai.sandbox import FileWrite, Sandbox, SeedFile
+from pai.sandbox import Sandbox, SeedFile
 from pai.sandbox import sandbox as sandbox_token
+from pai.sandbox.provider import FileWrite
 from pai.skills._copy import CopyPlan, ensure_copy, is_relative_path, marker_bytes
 from pai.skills._entry import (
     MARKER,

@@ -23,7 +23,7 @@ from typing import cast
 
 import yaml
 
-from pai.core import did_you_mean
+from pai.core.ext import did_you_mean
 from pai.skills._entry import (
     MARKER,
     MAX_COMPATIBILITY,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 
 
 @hookimpl

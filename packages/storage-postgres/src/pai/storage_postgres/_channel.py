@@ -1,4 +1,4 @@
-""":class:`PostgresRunChannel`: the :class:`~pai.core.RunChannel` protocol on PostgreSQL, so that
+""":class:`PostgresRunChannel`: the :class:`~pai.core.ext.RunChannel` protocol on PostgreSQL, so that
 every process serving one database reads, resumes and cancels the runs of the others.
 
 Tables (migration 2, see :mod:`pai.storage_postgres._schema`): ``runs`` (one row per run: who
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import sniffio
 
-from pai.core import RunFrames, RunInfo, RunRefused
+from pai.core.ext import RunFrames, RunInfo, RunRefused
 from pai.storage_postgres._codec import decode_text, encode_text
 from pai.storage_postgres._options import quote_identifier
 

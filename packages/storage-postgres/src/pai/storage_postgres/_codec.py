@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from pai.core import decode_message as stored_message
-from pai.core import encode_message as stored_form
 from pai.core import message_adapter
+from pai.core.ext import decode_message as stored_message
+from pai.core.ext import encode_message as stored_form
 
 if TYPE_CHECKING:
     from pai.core import Message
@@ -44,7 +44,7 @@ def decode_text(raw: bytes | bytearray | memoryview) -> str:
 
 def encode_message(message: Message) -> bytes:
     """The stored bytes of ``message``: its JSON, UTF-8 (lone surrogates kept, as core's
-    :func:`pai.core.encode_message` writes them). Raises ``PydanticSerializationError`` (a
+    :func:`pai.core.ext.encode_message` writes them). Raises ``PydanticSerializationError`` (a
     :class:`ValueError`) for a message that is not JSON at all.
 
     Example::

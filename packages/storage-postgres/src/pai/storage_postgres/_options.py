@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pai.core import ConfigError, did_you_mean
+from pai.core import ConfigError
+from pai.core.ext import did_you_mean
 
 __all__ = [
     "DEFAULT_SCHEMA",

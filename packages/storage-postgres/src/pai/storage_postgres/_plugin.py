@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pai.core import hookimpl
+from pai.core.ext import hookimpl
 
 if TYPE_CHECKING:
-    from pai.core import Storage, StorageRegistration, StorageURL
+    from pai.core.ext import Storage, StorageRegistration, StorageURL
 
 
 def _open(url: StorageURL) -> Storage:
@@ -20,7 +20,7 @@ def _open(url: StorageURL) -> Storage:
 
 @hookimpl
 def pai_storage_backends() -> list[StorageRegistration]:
-    from pai.core import StorageRegistration
+    from pai.core.ext import StorageRegistration
 
     description = (
         "PostgreSQL (psycopg 3): threads shared by every process on the database; runs on one "

@@ -1,9 +1,9 @@
-""":class:`PostgresStorage`: the :class:`~pai.core.Storage` protocol on PostgreSQL.
+""":class:`PostgresStorage`: the :class:`~pai.core.ext.Storage` protocol on PostgreSQL.
 
 Tables (see :mod:`pai.storage_postgres._schema`): ``threads`` (the records, a creation ``seq``
 for listing order, and ``message_count``), ``messages`` (one row per message at its 0-based
 ``position`` in the thread), ``run_leases`` (one row per thread that ever ran) and the sequence
-``run_lease_tokens``, and ``blobs`` (:class:`~pai.core.BlobStore`: one row per
+``run_lease_tokens``, and ``blobs`` (:class:`~pai.core.ext.BlobStore`: one row per
 ``(thread_id, key)``, removed with its thread by the foreign key's cascade). Every string is
 ``bytea`` (see :mod:`pai.storage_postgres._codec`), blob keys too, so they compare bytewise and
 the keys starting with a prefix are one range of the primary key.
@@ -34,16 +34,13 @@ from typing import TYPE_CHECKING, Any, Final
 from psycopg import errors as pg_errors
 
 from pai.core import (
-    MAX_BLOB_BYTES,
-    MAX_BLOB_KEY_LENGTH,
     Message,
-    RunLease,
     RunLeaseLostError,
     StorageCorruptError,
     ThreadExistsError,
     ThreadNotFoundError,
-    ThreadRecord,
 )
+from pai.core.ext import MAX_BLOB_BYTES, MAX_BLOB_KEY_LENGTH, RunLease, ThreadRecord
 from pai.storage_postgres._codec import decode_message, decode_text, encode_message, encode_text
 from pai.storage_postgres._options import ConnectionSettings, parse_url, quote_identifier
 from pai.storage_postgres._pool import Abort, Conn, Connector
@@ -516,7 +513,7 @@ class PostgresStorage:
         self, thread_id: str, *, holder: str, ttl: float, reclaim: bool = False
     ) -> RunLease | None:
         """Take the thread's run lease for ``ttl`` seconds (by the server's clock), or return
-        ``None`` while another lease is live. See :class:`~pai.core.RunLease`.
+        ``None`` while another lease is live. See :class:`~pai.core.ext.RunLease`.
 
         With ``reclaim=True`` a live lease of the same ``holder`` is taken over too, with a new
         token and ``interrupted=None``: for resuming a run under the same holder after its
@@ -595,7 +592,7 @@ class PostgresStorage:
 
         Raises :class:`~pai.core.ThreadNotFoundError` for an unknown or deleted thread and
         :class:`ValueError` for a key or data over the limits
-        (:data:`~pai.core.MAX_BLOB_KEY_LENGTH`, :data:`~pai.core.MAX_BLOB_BYTES`).
+        (:data:`~pai.core.ext.MAX_BLOB_KEY_LENGTH`, :data:`~pai.core.ext.MAX_BLOB_BYTES`).
         """
         stored_key = _check_blob_key(key, "put_blob")
         data = _check_blob_data(data, "put_blob")
@@ -649,7 +646,7 @@ class PostgresStorage:
     # -- schema ----------------------------------------------------------------------------------
 
     def run_channel(self, *, retain_finished: float = 300.0) -> PostgresRunChannel:
-        """A run channel over this database (:class:`~pai.core.RunChannel`): served runs are
+        """A run channel over this database (:class:`~pai.core.ext.RunChannel`): served runs are
         read, resumed and cancelled from every process that opens it. It uses this storage's
         connections; ended runs are kept ``retain_finished`` seconds."""
         from pai.storage_postgres._channel import PostgresRunChannel

@@ -9,6 +9,8 @@ They are imported on first use, so importing this package does not import pytest
 
 from typing import TYPE_CHECKING
 
+from pai.core._plugins import reset_plugins as reset_plugins
+from pai.core.ext import lazy_exports as _lazy_exports
 from pai.core.testing._durable import JournalEngine as JournalEngine
 from pai.core.testing._durable import SimulatedCrash as SimulatedCrash
 from pai.core.testing._durable import durable_call as durable_call
@@ -42,20 +44,8 @@ _SUITES = {
 }
 
 
-def __getattr__(name: str) -> object:
-    # The suites need pytest: import them only when asked for.
-    module = _SUITES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pai.core.testing' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_SUITES])
+if not TYPE_CHECKING:  # the suites need pytest: imported only when asked for
+    __getattr__, __dir__ = _lazy_exports(__name__, _SUITES)
 
 
 __all__ = [
@@ -74,6 +64,7 @@ __all__ = [
     "create_test_runtime",
     "durable_call",
     "events",
+    "reset_plugins",
     "run_tool",
     "text",
     "tool_call",

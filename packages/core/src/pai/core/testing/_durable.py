@@ -94,7 +94,7 @@ class JournalEngine:
     run can be "crashed" at any step (:meth:`crash_at`) and resumed (:meth:`recover`) by the
     same runtime or a new one built on the same storage, with the replay a real engine does.
 
-    It is a :class:`~pai.core.DurableRunAdmin` too: a run that crashed and awaits
+    It is a :class:`~pai.core.ext.DurableRunAdmin` too: a run that crashed and awaits
     :meth:`recover` is ``pending``, one executing ``running``; a cancelled run takes no further
     step (its next one raises :class:`~pai.core.DurabilityError`) and :meth:`recover` skips it
     until :meth:`resume_run` makes it ``pending`` again.

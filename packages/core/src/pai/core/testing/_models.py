@@ -1,6 +1,6 @@
 """Models for tests: a scripted one that replays answers, and one backed by a function.
 
-Both are streaming models (:class:`~pai.core.StreamingModel`): ``stream()`` yields the answer's
+Both are streaming models (:class:`~pai.core.ext.StreamingModel`): ``stream()`` yields the answer's
 events and ``request()`` is the same answer collected in one piece.
 """
 

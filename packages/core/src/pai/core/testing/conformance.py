@@ -72,6 +72,8 @@ class CapabilityBindingConformance:
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
 
+    # Kept (not pai.core.testing.pytest_plugin): users' suites subclass this class and rely on it
+    # to run every test on each backend without a fixture of their own.
     @pytest.fixture(params=_BACKENDS)
     def anyio_backend(self, request: pytest.FixtureRequest) -> str:
         return str(request.param)

@@ -1,4 +1,4 @@
-"""The run channel conformance suite: the contract every :class:`~pai.core.RunChannel` keeps.
+"""The run channel conformance suite: the contract every :class:`~pai.core.ext.RunChannel` keeps.
 
 Subclass :class:`RunChannelConformance` in a test module of your package and implement
 :meth:`~RunChannelConformance.create_channel`; pytest then runs the contract (see
@@ -68,6 +68,8 @@ class RunChannelConformance:
 
     backends: ClassVar[list[str]] = _BACKENDS
 
+    # Kept (not pai.core.testing.pytest_plugin): users' suites subclass this class and rely on it
+    # to run every test on each backend without a fixture of their own.
     @pytest.fixture(params=_BACKENDS)
     def anyio_backend(self, request: pytest.FixtureRequest) -> str:
         return str(request.param)

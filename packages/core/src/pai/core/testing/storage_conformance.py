@@ -1,4 +1,4 @@
-"""The storage conformance suite: the contract every :class:`~pai.core.Storage` backend keeps.
+"""The storage conformance suite: the contract every :class:`~pai.core.ext.Storage` backend keeps.
 
 Subclass :class:`StorageConformance` in a test module of your package and implement
 :meth:`~StorageConformance.create_storage`; pytest then runs the whole contract (see
@@ -30,7 +30,7 @@ Subclass :class:`StorageConformance` in a test module of your package and implem
   :meth:`~StorageConformance.open_second` (a second object over the same data, as another
   process would open it): leases are exclusive across the two, and a lease taken over (or
   reclaimed) through one is fenced in the other;
-- blobs, for a backend that implements :class:`~pai.core.BlobStore` (skipped, saying so,
+- blobs, for a backend that implements :class:`~pai.core.ext.BlobStore` (skipped, saying so,
   for one that does not): binary data (NUL bytes, empty, ~5 MiB) round-trips exactly, a put
   replaces, an absent key or thread reads ``None``, a put to an unknown thread raises
   ``ThreadNotFoundError``, a prefix delete counts and removes only that prefix of that thread
@@ -168,6 +168,8 @@ class StorageConformance:
 
     pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.anyio]
 
+    # Kept (not pai.core.testing.pytest_plugin): users' suites subclass this class and rely on it
+    # to run every test on each backend without a fixture of their own.
     @pytest.fixture(params=_BACKENDS)
     def anyio_backend(self, request: pytest.FixtureRequest) -> str:
         return str(request.param)
