@@ -11,7 +11,7 @@ from collections.abc import Collection, Hashable
 from typing import Any
 
 from pai.core import CapabilityBinding, CapabilityScope
-from pai.core.testing.conformance import CapabilityBindingConformance
+from pai.core.testing import CapabilityBindingConformance
 
 from acme_vault import Vault, VaultServer, memory_server, vault_capability
 

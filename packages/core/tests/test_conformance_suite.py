@@ -16,7 +16,7 @@ from pai.core import (
     create_capability_binding,
     define_capability,
 )
-from pai.core.testing.conformance import CapabilityBindingConformance
+from pai.core.testing import CapabilityBindingConformance
 
 pytest_plugins = ["pytester"]
 
@@ -77,7 +77,7 @@ BROKEN_SUITE = """
 from collections.abc import Hashable
 import itertools
 from pai.core import create_capability_binding, define_capability
-from pai.core.testing.conformance import CapabilityBindingConformance
+from pai.core.testing import CapabilityBindingConformance
 
 class Box:
     def __init__(self, ident):

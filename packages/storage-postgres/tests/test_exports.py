@@ -1,16 +1,7 @@
-"""The public names of ``pai.storage_postgres`` are exactly its ``__all__``."""
+"""Every public name of pai-storage-postgres has exactly one public home (see ``assert_one_public_home``)."""
 
-from __future__ import annotations
-
-import pai.storage_postgres
+from pai.core.testing import assert_one_public_home
 
 
-def test_all_lists_exactly_the_public_names() -> None:
-    public = {name for name in dir(pai.storage_postgres) if not name.startswith("_")}
-    public -= {"annotations", "lazy_exports", "TYPE_CHECKING", "testing"}  # not exports
-    assert sorted(pai.storage_postgres.__all__) == sorted(public)
-
-
-def test_every_name_in_all_resolves() -> None:
-    for name in pai.storage_postgres.__all__:
-        assert getattr(pai.storage_postgres, name) is not None
+def test_every_public_name_has_one_public_home() -> None:
+    assert_one_public_home("pai.storage_postgres")

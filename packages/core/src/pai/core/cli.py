@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     from pai.core._config import PaiConfig
     from pai.core._plugins import Plugins
 
-F = TypeVar("F", bound=Callable[..., Any])
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 EXIT_USAGE = 2
 """The exit status of a usage or configuration error (click's own usage errors use it too)."""
@@ -139,7 +139,7 @@ def stdin_is_terminal() -> bool:
         return False
 
 
-def json_option(command: F) -> F:
+def json_option(command: _F) -> _F:
     """The ``--json`` flag every listing takes; the command receives it as ``as_json``."""
     return click.option(
         "--json",

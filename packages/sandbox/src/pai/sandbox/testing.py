@@ -1468,3 +1468,19 @@ class SandboxProviderConformance:
         sandbox = self.sandbox(provider)
         await sandbox.run_command("echo plain")
         assert not await sandbox.exists(RECEIPTS)
+
+
+__all__ = [
+    "AWKWARD_NAMES",
+    "BAD_RUN_ARGUMENTS",
+    "BAD_SANDBOX_OPTIONS",
+    "LIST_PROCESSES",
+    "RUNAWAY_COMMANDS",
+    "TEN_MIB",
+    "TIMEOUT_EXIT_CODE",
+    "TIMEOUT_RETURN_ALLOWANCE",
+    "ProviderCall",
+    "RecordingInstance",
+    "RecordingProvider",
+    "SandboxProviderConformance",
+]

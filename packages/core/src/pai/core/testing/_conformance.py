@@ -14,7 +14,7 @@ three hooks, and pytest runs the whole contract against your real binding, throu
 
 Example::
 
-    from pai.core.testing.conformance import CapabilityBindingConformance
+    from pai.core.testing._conformance import CapabilityBindingConformance
 
     class TestVaultBinding(CapabilityBindingConformance):
         durable_state = False
