@@ -73,7 +73,7 @@ def test_the_factory_builds_a_provider_without_connecting() -> None:
 def test_the_plugin_module_does_not_import_docker() -> None:
     code = (
         "import sys; import pai.sandbox_docker._plugin, pai.sandbox_docker; "
-        "from pai.sandbox.provider import sandbox_providers; sandbox_providers(); "
+        "from pai.sandbox import sandbox_providers; sandbox_providers(); "
         "print('docker' in sys.modules, 'pai.sandbox_docker._provider' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -131,7 +131,7 @@ def test_pai_plugins_loads_the_plugin_without_importing_the_sdk() -> None:
 
 def test_choosing_the_provider_imports_the_sdk() -> None:
     code = (
-        "import sys; from pai.sandbox.provider import build_provider; "
+        "import sys; from pai.sandbox import build_provider; "
         "build_provider('e2b', {'api_key': 'k'}); print('e2b' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
