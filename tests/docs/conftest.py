@@ -1,4 +1,5 @@
-"""Prints how many documentation examples ran and how many were skipped, by reason."""
+"""Prints how many documentation examples (Python and shell) ran and how many were skipped, by
+reason."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     def ours(report: pytest.TestReport) -> bool:
-        return "test_example[" in report.nodeid
+        return "test_example[" in report.nodeid or "test_shell_example[" in report.nodeid
 
     ran = [r for r in terminalreporter.stats.get("passed", []) if ours(r)]
     failed = [r for r in terminalreporter.stats.get("failed", []) if ours(r)]

@@ -1,4 +1,5 @@
-"""Every fenced ``python`` block of the READMEs and of docs/ is run (`uv run nox -s examples`).
+"""Every fenced ``python`` block of the READMEs and of docs/ is run (`uv run nox -s examples`), and
+every ``bash``, ``sh`` and ``console`` block too (see :func:`test_shell_example`).
 
 What is collected: the root README.md, each package's README.md and every docs/**/*.md.
 
@@ -25,7 +26,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,12 +47,7 @@ MARKER = re.compile(r"^#\s*docs:")
 # Blocks in files this collector may not mark yet (another change owns them), by file and a line
 # of the block: the reason is given here until the marker moves into the file. An entry that
 # matches no block fails test_blocks_found, so a stale one is noticed.
-NOT_RUN_ELSEWHERE: dict[tuple[str, str], str] = {
-    (
-        "packages/durable-temporal/README.md",
-        'engine = TemporalEngine(target_host="127.0.0.1:7233", task_queue="support")',
-    ): "needs a service: a Temporal server, and `agent` and `storage` are yours",
-}
+NOT_RUN_ELSEWHERE: dict[tuple[str, str], str] = {}
 
 
 @dataclass
@@ -56,6 +55,7 @@ class Block:
     path: Path
     line: int  # of the opening fence, 1-based
     code: str
+    lang: str = "python"
     skip: str | None = None
     continues: bool = False
 
@@ -79,7 +79,15 @@ def markdown_files() -> list[Path]:
     ]
 
 
+PYTHON = ("python", "py")
+SHELL = ("bash", "sh", "shell", "console")
+
+
 def python_blocks(path: Path) -> Iterator[Block]:
+    return fenced_blocks(path, PYTHON)
+
+
+def fenced_blocks(path: Path, langs: tuple[str, ...]) -> Iterator[Block]:
     lines = path.read_text(encoding="utf-8").splitlines()
     index = 0
     while index < len(lines):
@@ -91,17 +99,17 @@ def python_blocks(path: Path) -> Iterator[Block]:
         end = index + 1
         while end < len(lines) and not lines[end].strip().startswith(ticks):
             end += 1
-        if lang in ("python", "py"):
+        if lang in langs:
             body = [
                 line[len(indent) :] if line.startswith(indent) else line
                 for line in lines[index + 1 : end]
             ]
-            yield _block(path, index + 1, "\n".join(body) + "\n")
+            yield _block(path, index + 1, "\n".join(body) + "\n", lang)
         index = end + 1
 
 
-def _block(path: Path, line: int, code: str) -> Block:
-    block = Block(path=path, line=line, code=code)
+def _block(path: Path, line: int, code: str, lang: str = "python") -> Block:
+    block = Block(path=path, line=line, code=code, lang=lang)
     for (file, text), reason in NOT_RUN_ELSEWHERE.items():
         if block.where.startswith(f"{file}:") and text in code.splitlines():
             block.skip = reason
@@ -109,12 +117,12 @@ def _block(path: Path, line: int, code: str) -> Block:
     first = code.lstrip("\n").split("\n", 1)[0].strip()
     if (match := NOT_RUN.match(first)) is not None:
         block.skip = match["reason"].strip()
-    elif CONTINUES.match(first):
+    elif CONTINUES.match(first) and lang in PYTHON:
         block.continues = True
     elif MARKER.match(first):
         raise ValueError(
             f"{block.where}: unknown marker {first!r}; use '# docs: not run (<reason>)' "
-            "or '# docs: continues'"
+            "or '# docs: continues' (Python blocks only)"
         )
     return block
 
@@ -167,6 +175,71 @@ def test_example(chain: Chain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     namespace: dict[str, Any] = {"__name__": "__docs_example__"}
     for block in chain.blocks:
         run_block(block, namespace)
+
+
+SHELL_BLOCKS = [block for path in markdown_files() for block in fenced_blocks(path, SHELL)]
+
+
+def console_steps(code: str) -> list[tuple[str, list[str]]]:
+    """A ``console`` block's commands (lines starting ``$ ``), each with the lines shown after
+    it: what it must print (``*`` in a shown line stands for any text)."""
+    steps: list[tuple[str, list[str]]] = []
+    for line in code.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        elif steps:
+            steps[-1][1].append(line)
+        elif line.strip():
+            raise ValueError(f"a console block's first line must be a '$ ' command: {line!r}")
+    return steps
+
+
+def _shell(script: str, where: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    # The environment running the tests is the reader's: its bin folder (the `pai` command)
+    # comes first on PATH, and no key of the developer's reaches a command.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "E2B_API_KEY")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, (
+        f"{where}: exit status {done.returncode}\n--- stdout\n{done.stdout[-3000:]}"
+        f"\n--- stderr\n{done.stderr[-3000:]}"
+    )
+    return done
+
+
+def _matches(line: str, shown: str) -> bool:
+    """Whether ``line`` is what ``shown`` shows, ``*`` standing for any text (nothing else is a
+    pattern: brackets are TOML's, not a character class)."""
+    pattern = ".*".join(re.escape(part) for part in shown.split("*"))
+    return re.fullmatch(pattern, line) is not None
+
+
+@pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[block.where for block in SHELL_BLOCKS])
+def test_shell_example(block: Block, tmp_path: Path) -> None:
+    """Each ``bash``/``sh`` block runs (``bash -euo pipefail``) in a temporary folder and must
+    exit 0; each ``console`` block's commands run in turn and print what the block shows."""
+    if block.skip is not None:
+        pytest.skip(block.skip)
+    if block.lang != "console":
+        _shell(block.code, block.where, tmp_path)
+        return
+    for command, shown in console_steps(block.code):
+        printed = _shell(command, f"{block.where}: $ {command}", tmp_path).stdout.splitlines()
+        while shown and not shown[-1].strip():
+            shown.pop()
+        same = len(printed) == len(shown) and all(
+            _matches(line, pattern) for line, pattern in zip(printed, shown, strict=True)
+        )
+        report = "\n".join([*printed, "--- not what the block shows:", *shown])
+        assert same, f"{block.where}: $ {command} printed\n{report}"
 
 
 def test_blocks_found() -> None:
