@@ -1,8 +1,10 @@
 """The ``anyio_backend`` pytest fixture: every ``@pytest.mark.anyio`` test on asyncio and trio.
 
 Load it in a test suite with ``addopts = ["-p", "pai.core.testing.pytest_plugin"]`` under
-``[tool.pytest.ini_options]`` (or ``pytest_plugins = ["pai.core.testing.pytest_plugin"]`` in a
-``conftest.py``). It is not registered as an entry point, so it is loaded only where asked for.
+``[tool.pytest.ini_options]``, or import the fixture into a ``conftest.py`` (``from
+pai.core.testing.pytest_plugin import anyio_backend as anyio_backend``), which works in a conftest
+below the root, where pytest refuses ``pytest_plugins``. It is not registered as an entry point,
+so it is loaded only where asked for.
 
 Trio runs only where it is installed; a suite (or module) that must run on asyncio alone defines
 its own ``anyio_backend`` fixture, which overrides this one.
