@@ -20,6 +20,10 @@ from pai.core.testing import (
     text,
     tool_call,
 )
+
+# Both backends here (the package's conftest keeps the rest on asyncio): a durable replay's
+# receipts must hold on trio too.
+from pai.core.testing.pytest_plugin import anyio_backend as anyio_backend
 from pai.sandbox import (
     create_sandbox,
     create_sandbox_session_manager,
